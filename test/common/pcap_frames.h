@@ -18,7 +18,8 @@ struct captured_frame {
 };
 
 /* Ethernet frames of a pcap/pcapng file; empty with err set when it cannot be read. */
-static inline std::vector<captured_frame> read_pcap_frames(const std::string &path, std::string &err) {
+static inline std::vector<captured_frame> read_pcap_frames(const std::string &path,
+                                                           std::string &err) {
     std::vector<captured_frame> frames;
     char errbuf[PCAP_ERRBUF_SIZE];
     pcap_t *p = pcap_open_offline(path.c_str(), errbuf);
@@ -29,7 +30,8 @@ static inline std::vector<captured_frame> read_pcap_frames(const std::string &pa
     struct pcap_pkthdr *h;
     const u_char *data;
     size_t n = 0;
-    while (pcap_next_ex(p, &h, &data) == 1) frames.push_back({++n, std::vector<uint8_t>(data, data + h->caplen)});
+    while (pcap_next_ex(p, &h, &data) == 1)
+        frames.push_back({++n, std::vector<uint8_t>(data, data + h->caplen)});
     pcap_close(p);
     return frames;
 }

@@ -13,7 +13,8 @@ namespace {
 TEST(hdr, bth_fields_at_ibta_positions) {
     /* IBTA 9.2 figure 42, written out by hand: opcode 0x0a, SE, MigReq, pad 3,
      * TVer 0, P_Key 0x8001, FECN, BECN, DestQP 0x123456, AckReq, PSN 0xabcdef. */
-    const uint8_t wire[12] = {0x0a, 0xf0, 0x80, 0x01, 0xc0, 0x12, 0x34, 0x56, 0x80, 0xab, 0xcd, 0xef};
+    const uint8_t wire[12] = {0x0a, 0xf0, 0x80, 0x01, 0xc0, 0x12,
+                              0x34, 0x56, 0x80, 0xab, 0xcd, 0xef};
     bth b;
     std::memset(&b, 0, sizeof(b));
     b.opcode = 0x0a;
@@ -64,7 +65,8 @@ TEST(hdr, reth_aeth_deth_immdt_ieth) {
     r.set_va(0x00007fbbc8b51000);
     r.set_rkey(0x108d);
     r.set_dma_length(65536);
-    const uint8_t reth_wire[16] = {0, 0, 0x7f, 0xbb, 0xc8, 0xb5, 0x10, 0, 0, 0, 0x10, 0x8d, 0, 1, 0, 0};
+    const uint8_t reth_wire[16] = {0, 0, 0x7f, 0xbb, 0xc8, 0xb5, 0x10, 0,
+                                   0, 0, 0x10, 0x8d, 0,    1,    0,    0};
     EXPECT_EQ(0, std::memcmp(&r, reth_wire, 16));
 
     aeth a;

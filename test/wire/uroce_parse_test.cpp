@@ -40,7 +40,8 @@ TEST_P(golden_capture, every_roce_packet_parses_and_passes_icrc) {
             continue;
         }
         roce++;
-        ASSERT_EQ(e, parse_error::ok) << GetParam() << " frame " << f.number << ": " << parse_error_name(e);
+        ASSERT_EQ(e, parse_error::ok)
+            << GetParam() << " frame " << f.number << ": " << parse_error_name(e);
         EXPECT_EQ(p.frame_len, f.bytes.size());
         EXPECT_EQ(p.icrc_offset + icrc_len, f.bytes.size());
         EXPECT_EQ(p.payload_offset + p.payload_len + p.pad, p.icrc_offset);
@@ -50,9 +51,9 @@ TEST_P(golden_capture, every_roce_packet_parses_and_passes_icrc) {
 }
 
 INSTANTIATE_TEST_SUITE_P(rxe, golden_capture,
-                         ::testing::Values("rc_pingpong.pcap", "ib_write_bw.pcap", "ud_pingpong.pcap",
-                                           "rping_rdmacm.pcap", "ib_atomic_bw.pcap",
-                                           "published-vectors.pcap"));
+                         ::testing::Values("rc_pingpong.pcap", "ib_write_bw.pcap",
+                                           "ud_pingpong.pcap", "rping_rdmacm.pcap",
+                                           "ib_atomic_bw.pcap", "published-vectors.pcap"));
 
 TEST(parse, rc_pingpong_fields_match_the_oob_exchange) {
     /* ibv_rc_pingpong's client (10.77.0.12) announced QPN 0x11, PSN 0x94a939
@@ -86,7 +87,8 @@ TEST(parse, published_vectors) {
     auto frames = load("published-vectors.pcap");
     roce_packet p;
     /* scapy roce.uts: UC SEND_ONLY, MigReq=1, pad=2, DQPN 211, PSN 13571856 */
-    ASSERT_EQ(parse_frame_verified(frames[0].bytes.data(), frames[0].bytes.size(), p), parse_error::ok);
+    ASSERT_EQ(parse_frame_verified(frames[0].bytes.data(), frames[0].bytes.size(), p),
+              parse_error::ok);
     EXPECT_EQ(p.opcode, to_u8(ib_opcode::uc_send_only));
     EXPECT_TRUE(p.bth()->mig_req());
     EXPECT_EQ(p.pad, 2);
@@ -94,7 +96,8 @@ TEST(parse, published_vectors) {
     EXPECT_EQ(p.psn(), 13571856u);
     EXPECT_EQ(p.stored_icrc(), 0xf353f378u);
     /* ConnectX-4 Lx CNP: BECN set, UDP source port 0, TOS 0xC2 */
-    ASSERT_EQ(parse_frame_verified(frames[1].bytes.data(), frames[1].bytes.size(), p), parse_error::ok);
+    ASSERT_EQ(parse_frame_verified(frames[1].bytes.data(), frames[1].bytes.size(), p),
+              parse_error::ok);
     EXPECT_EQ(p.opcode, to_u8(ib_opcode::cnp));
     EXPECT_TRUE(p.bth()->becn());
     EXPECT_EQ(p.udp()->src_port(), 0);
@@ -238,9 +241,11 @@ TEST_F(parse_errors, vlan_tags) {
 
 TEST(parse, error_names_are_distinct) {
     std::map<std::string, int> seen;
-    for (int i = 0; i < int(parse_error::count); i++) seen[parse_error_name(parse_error(i))]++;
+    for (int i = 0; i < int(parse_error::count); i++)
+        seen[parse_error_name(parse_error(i))]++;
     EXPECT_EQ(seen.size(), size_t(parse_error::count));
-    for (auto &[name, n] : seen) EXPECT_EQ(n, 1) << name;
+    for (auto &[name, n] : seen)
+        EXPECT_EQ(n, 1) << name;
 }
 
 TEST(parse, every_truncation_of_every_golden_packet_fails_cleanly) {
