@@ -187,7 +187,7 @@ TEST_F(parse_errors, truncated_headers_after_ip) {
     auto shrink = [&](size_t udp_len) {
         std::vector<uint8_t> f(good.begin(), good.begin() + udp + udp_len);
         store_be16(&f[ip + 2], uint16_t(20 + udp_len));
-        store_be16(&f[udp + 4], uint16_t(udp_len));
+        if (udp_len >= 8) store_be16(&f[udp + 4], uint16_t(udp_len));
         return f;
     };
     EXPECT_EQ(parse(shrink(4)), parse_error::truncated_udp);

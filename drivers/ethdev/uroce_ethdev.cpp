@@ -1,0 +1,282 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * DPDK ethdev driver: port setup, offload discovery, burst TX accounting.
+ */
+#include "uroce_ethdev.h"
+
+#include <cstdio>
+#include <fstream>
+
+#include <rte_bus_vdev.h>
+#include <rte_errno.h>
+#include <rte_mbuf.h>
+
+namespace uroce {
+
+namespace {
+
+/* Ethernet header plus one 802.1Q tag; the FCS is not in the mbuf. */
+constexpr uint32_t l2_overhead = RTE_ETHER_HDR_LEN + RTE_VLAN_HLEN;
+/* Frames net_ring/net_memif/net_pcap carry when the PMD states no limit. */
+constexpr uint32_t default_jumbo_frame = 9000 + l2_overhead;
+/* af_packet ring frames large enough for a 9000-byte MTU (doc/dpdk-ports.md). */
+constexpr uint32_t af_packet_jumbo_framesz = 10240;
+
+std::string devarg(const std::string &vdev, const std::string &key) {
+    size_t pos = 0;
+    while ((pos = vdev.find(key + "=", pos)) != std::string::npos) {
+        if (pos == 0 || vdev[pos - 1] == ',') {
+            size_t start = pos + key.size() + 1;
+            size_t end = vdev.find(',', start);
+            return vdev.substr(start, end == std::string::npos ? std::string::npos : end - start);
+        }
+        pos++;
+    }
+    return {};
+}
+
+/* The kernel interface's MTU, for PMDs that sit on a kernel netdev. */
+uint32_t kernel_iface_mtu(const std::string &iface) {
+    std::ifstream f("/sys/class/net/" + iface + "/mtu");
+    uint32_t mtu = 0;
+    f >> mtu;
+    return mtu;
+}
+
+bool is_af_packet(const std::string &name) {
+    return name.rfind("net_af_packet", 0) == 0;
+}
+
+} // namespace
+
+std::string ethdev_fixup_vdev_args(const std::string &vdev) {
+    std::string name = vdev.substr(0, vdev.find(','));
+    if (!is_af_packet(name) || !devarg(vdev, "framesz").empty()) return vdev;
+    std::string out = vdev;
+    for (const char *kv : {"framesz=10240", "blocksz=20480", "framecnt=512"}) {
+        std::string key = std::string(kv).substr(0, std::string(kv).find('='));
+        if (devarg(out, key).empty()) out += std::string(",") + kv;
+    }
+    return out;
+}
+
+std::unique_ptr<ethdev_port> ethdev_port::open(const ethdev_config &cfg, std::string &err) {
+    std::unique_ptr<ethdev_port> p(new ethdev_port());
+    if (!p->setup(cfg, err)) return nullptr;
+    return p;
+}
+
+bool ethdev_port::setup(const ethdev_config &cfg, std::string &err) {
+    char msg[512];
+    std::string vdev_args;
+    if (!cfg.vdev.empty()) {
+        std::string full = ethdev_fixup_vdev_args(cfg.vdev);
+        vdev_name_ = full.substr(0, full.find(','));
+        vdev_args = full.find(',') == std::string::npos ? "" : full.substr(full.find(',') + 1);
+        if (rte_eth_dev_get_port_by_name(vdev_name_.c_str(), &port_id_) != 0) {
+            if (rte_vdev_init(vdev_name_.c_str(), vdev_args.c_str()) != 0) {
+                std::snprintf(msg, sizeof(msg), "cannot create vdev '%s': %s", full.c_str(),
+                              rte_strerror(rte_errno));
+                err = msg;
+                return false;
+            }
+            created_vdev_ = true;
+            if (rte_eth_dev_get_port_by_name(vdev_name_.c_str(), &port_id_) != 0) {
+                err = "vdev '" + vdev_name_ + "' created no ethdev port";
+                return false;
+            }
+        }
+    } else {
+        port_id_ = cfg.port_id;
+    }
+    if (!rte_eth_dev_is_valid_port(port_id_)) {
+        std::snprintf(msg, sizeof(msg), "no DPDK port %u (%u ports available)", port_id_,
+                      rte_eth_dev_count_avail());
+        err = msg;
+        return false;
+    }
+
+    rte_eth_dev_info info;
+    if (int rc = rte_eth_dev_info_get(port_id_, &info); rc != 0) {
+        std::snprintf(msg, sizeof(msg), "port %u: cannot read device info: %s", port_id_,
+                      rte_strerror(-rc));
+        err = msg;
+        return false;
+    }
+    driver_name_ = info.driver_name ? info.driver_name : "?";
+    if (cfg.rx_queues > info.max_rx_queues || cfg.tx_queues > info.max_tx_queues) {
+        std::snprintf(msg, sizeof(msg),
+                      "port %u (%s): %u rx / %u tx queues asked, the PMD has %u / %u", port_id_,
+                      driver_name_.c_str(), cfg.rx_queues, cfg.tx_queues, info.max_rx_queues,
+                      info.max_tx_queues);
+        err = msg;
+        return false;
+    }
+    tx_queues_ = cfg.tx_queues;
+
+    /* The largest frame this port carries. PMDs that report no limit (ring,
+     * memif, pcap: UINT32_MAX or 0) get a 9000-byte jumbo MTU; af_packet is
+     * bounded by its kernel interface's MTU and its ring frame size; the
+     * others by max_rx_pktlen (tap: 1522). */
+    uint32_t max_frame = info.max_rx_pktlen;
+    if (max_frame == 0 || max_frame > 65535) max_frame = default_jumbo_frame;
+    if (is_af_packet(driver_name_) || is_af_packet(vdev_name_)) {
+        std::string iface = devarg(cfg.vdev, "iface");
+        uint32_t kmtu = iface.empty() ? 0 : kernel_iface_mtu(iface);
+        std::string fs = devarg(ethdev_fixup_vdev_args(cfg.vdev), "framesz");
+        uint32_t framesz = fs.empty() ? af_packet_jumbo_framesz : uint32_t(std::stoul(fs));
+        /* af_packet's TPACKET_V2 frame holds a header before the packet. */
+        uint32_t ring_limit = framesz > 66 ? framesz - 66 : 0;
+        max_frame = std::min(kmtu ? kmtu + l2_overhead : default_jumbo_frame, ring_limit);
+        if (cfg.mtu && kmtu && cfg.mtu > kmtu) {
+            std::snprintf(
+                msg, sizeof(msg),
+                "af_packet on %s: kernel MTU is %u, %u asked; set it with 'ip link set %s mtu %u' "
+                "(ethdev cannot raise it)",
+                iface.c_str(), kmtu, cfg.mtu, iface.c_str(), cfg.mtu);
+            err = msg;
+            return false;
+        }
+    }
+
+    rx_scatter_ = info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER;
+    tx_multi_seg_ = info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+
+    rte_eth_conf conf{};
+    if (rx_scatter_) conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_SCATTER;
+    if (tx_multi_seg_) conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+    caps_.ipv4_csum_offload =
+        cfg.use_ipv4_csum_offload && (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_IPV4_CKSUM);
+    if (caps_.ipv4_csum_offload) conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_IPV4_CKSUM;
+    /* RSS on UDP ports spreads QPs (their source ports differ) over queues. */
+    const uint64_t udp_rss = RTE_ETH_RSS_NONFRAG_IPV4_UDP | RTE_ETH_RSS_NONFRAG_IPV6_UDP;
+    if (cfg.rx_queues > 1 && (info.flow_type_rss_offloads & udp_rss)) {
+        conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+        conf.rx_adv_conf.rss_conf.rss_hf = info.flow_type_rss_offloads & udp_rss;
+        rss_ = true;
+    }
+
+    if (int rc = rte_eth_dev_configure(port_id_, cfg.rx_queues, cfg.tx_queues, &conf); rc != 0) {
+        std::snprintf(msg, sizeof(msg), "port %u (%s): configure failed: %s", port_id_,
+                      driver_name_.c_str(), rte_strerror(-rc));
+        err = msg;
+        return false;
+    }
+    if (cfg.mtu && !is_af_packet(driver_name_)) {
+        int rc = rte_eth_dev_set_mtu(port_id_, uint16_t(cfg.mtu));
+        /* PMDs without MTU control (net_ring) carry any frame: the limit is then ours. */
+        if (rc != 0 && rc != -ENOTSUP) {
+            std::snprintf(msg, sizeof(msg), "port %u (%s): cannot set MTU %u (max %u): %s",
+                          port_id_, driver_name_.c_str(), cfg.mtu, info.max_mtu, rte_strerror(-rc));
+            err = msg;
+            return false;
+        }
+        max_frame = std::min(max_frame, cfg.mtu + l2_overhead);
+    }
+    caps_.max_frame_len = max_frame;
+
+    /* RX mbufs: 2 KB segments where the PMD scatters, else one mbuf per whole
+     * frame (af_packet needs room for its whole ring frame). */
+    uint32_t room = cfg.mbuf_data_room;
+    if (room == 0) {
+        uint32_t need = rx_scatter_ ? 2048 : max_frame;
+        if (is_af_packet(driver_name_)) need = std::max<uint32_t>(need, af_packet_jumbo_framesz);
+        room = std::max<uint32_t>(need, info.min_rx_bufsize) + RTE_PKTMBUF_HEADROOM;
+    }
+    if (room > UINT16_MAX) room = UINT16_MAX;
+    uint32_t n_mbufs = cfg.pool_mbufs ? cfg.pool_mbufs
+                                      : uint32_t(cfg.rx_queues) * cfg.rx_desc +
+                                            uint32_t(cfg.tx_queues) * cfg.tx_desc + 4096;
+    char pool_name[RTE_MEMPOOL_NAMESIZE];
+    std::snprintf(pool_name, sizeof(pool_name), "uroce_port%u", port_id_);
+    pool_ = rte_pktmbuf_pool_create(pool_name, n_mbufs, 256, 0, uint16_t(room),
+                                    int(rte_eth_dev_socket_id(port_id_)));
+    if (!pool_) {
+        std::snprintf(
+            msg, sizeof(msg),
+            "port %u: cannot create a pool of %u mbufs of %u bytes: %s (give EAL more memory, -m)",
+            port_id_, n_mbufs, room, rte_strerror(rte_errno));
+        err = msg;
+        return false;
+    }
+
+    int socket = rte_eth_dev_socket_id(port_id_);
+    for (uint16_t q = 0; q < cfg.rx_queues; q++) {
+        rte_eth_rxconf rxc = info.default_rxconf;
+        rxc.offloads = conf.rxmode.offloads;
+        if (int rc = rte_eth_rx_queue_setup(port_id_, q, cfg.rx_desc, socket, &rxc, pool_);
+            rc != 0) {
+            std::snprintf(msg, sizeof(msg), "port %u: rx queue %u setup failed: %s", port_id_, q,
+                          rte_strerror(-rc));
+            err = msg;
+            return false;
+        }
+    }
+    for (uint16_t q = 0; q < cfg.tx_queues; q++) {
+        rte_eth_txconf txc = info.default_txconf;
+        txc.offloads = conf.txmode.offloads;
+        if (int rc = rte_eth_tx_queue_setup(port_id_, q, cfg.tx_desc, socket, &txc); rc != 0) {
+            std::snprintf(msg, sizeof(msg), "port %u: tx queue %u setup failed: %s", port_id_, q,
+                          rte_strerror(-rc));
+            err = msg;
+            return false;
+        }
+    }
+    if (int rc = rte_eth_dev_start(port_id_); rc != 0) {
+        std::snprintf(msg, sizeof(msg), "port %u (%s): start failed: %s", port_id_,
+                      driver_name_.c_str(), rte_strerror(-rc));
+        err = msg;
+        return false;
+    }
+    started_ = true;
+    if (cfg.promiscuous) rte_eth_promiscuous_enable(port_id_); /* not every PMD has it; harmless */
+    rte_eth_macaddr_get(port_id_, &mac_);
+    return true;
+}
+
+ethdev_port::~ethdev_port() {
+    if (started_) rte_eth_dev_stop(port_id_);
+    if (rte_eth_dev_is_valid_port(port_id_)) rte_eth_dev_close(port_id_);
+    if (created_vdev_) rte_vdev_uninit(vdev_name_.c_str());
+    if (pool_) rte_mempool_free(pool_);
+}
+
+uint16_t ethdev_port::tx_burst(uint16_t queue, rte_mbuf **pkts, uint16_t n) {
+    /* A frame above the port's limit would be truncated or dropped by the
+     * PMD without a trace (af_packet, tap): refuse it here, counted. Frames
+     * refused are returned to the caller like a full ring. */
+    uint16_t ok = 0;
+    while (ok < n && pkts[ok]->pkt_len <= caps_.max_frame_len)
+        ok++;
+    uint16_t sent = rte_eth_tx_burst(port_id_, queue % tx_queues_, pkts, ok);
+    for (uint16_t i = 0; i < sent; i++)
+        cnt_.tx_bytes += pkts[i]->pkt_len;
+    cnt_.tx_pkts += sent;
+    cnt_.tx_full += ok - sent;
+    if (ok < n && sent == ok) cnt_.tx_too_long++;
+    return sent;
+}
+
+uint32_t ethdev_port::max_ib_mtu() const {
+    /* RoCEv2 overhead above the IB payload: Eth 14 + (VLAN 4) + IPv6 40 + UDP 8 +
+     * BTH 12 + the largest extension header 28 + ICRC 4; rxe budgets 80 bytes
+     * above the IP MTU the same way (rxe.c, eth_mtu_int_to_enum). */
+    const uint32_t overhead = l2_overhead + 40 + 8 + 12 + 28 + 4;
+    for (uint32_t mtu = 4096; mtu >= 256; mtu /= 2)
+        if (mtu + overhead <= caps_.max_frame_len) return mtu;
+    return 0;
+}
+
+std::string ethdev_port::describe() const {
+    char buf[256];
+    std::snprintf(buf, sizeof(buf),
+                  "port %u %s mac %02x:%02x:%02x:%02x:%02x:%02x max-frame %u ib-mtu %u%s%s%s%s",
+                  port_id_, driver_name_.c_str(), mac_.addr_bytes[0], mac_.addr_bytes[1],
+                  mac_.addr_bytes[2], mac_.addr_bytes[3], mac_.addr_bytes[4], mac_.addr_bytes[5],
+                  caps_.max_frame_len, max_ib_mtu(),
+                  caps_.ipv4_csum_offload ? " ipv4-csum-offload" : "",
+                  tx_multi_seg_ ? " tx-multi-seg" : "", rx_scatter_ ? " rx-scatter" : "",
+                  rss_ ? " rss-udp" : "");
+    return buf;
+}
+
+} // namespace uroce

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * The DPDK ethdev driver: attaches the stack to any DPDK port, given as a
+ * port id or a vdev string ("net_ring0", "net_af_packet0,iface=veth0", ...).
+ *
+ * It sets up the port's queues, an mbuf pool sized for jumbo frames, the
+ * PMD's offloads where it has them (IPv4 checksum, multi-segment TX, RX
+ * scatter, RSS on UDP) and reports what it could not get, so the transport
+ * does the rest in software. It knows the traps measured on this class of
+ * machine (doc/dpdk-ports.md): af_packet silently truncates frames above
+ * 1982 bytes unless given larger ring frames, tap caps at 1518 bytes.
+ */
+#ifndef UROCE_ETHDEV_H
+#define UROCE_ETHDEV_H
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <rte_ethdev.h>
+
+#include "uroce_netdev.h"
+
+struct rte_mempool;
+
+namespace uroce {
+
+struct ethdev_config {
+    /* Either a vdev string, created with rte_vdev_init, or an existing port id. */
+    std::string vdev;
+    uint16_t port_id = RTE_MAX_ETHPORTS;
+    uint16_t rx_queues = 1;
+    uint16_t tx_queues = 1;
+    uint16_t rx_desc = 1024;
+    uint16_t tx_desc = 1024;
+    /* mbufs in the pool; 0 = enough for every descriptor plus in-flight work. */
+    uint32_t pool_mbufs = 0;
+    /* Data room of each mbuf; 0 = chosen from the port (a whole 9000-byte
+     * jumbo frame where the PMD cannot scatter, 2 KB segments where it can). */
+    uint16_t mbuf_data_room = 0;
+    /* Link MTU to ask the PMD for; 0 = leave it. IB MTU 4096 needs >= 4096 + 80. */
+    uint32_t mtu = 0;
+    bool promiscuous = true;
+    /* Let the NIC fill IPv4 header checksums when it can. */
+    bool use_ipv4_csum_offload = true;
+};
+
+struct ethdev_counters {
+    uint64_t rx_pkts = 0;
+    uint64_t rx_bytes = 0;
+    uint64_t tx_pkts = 0;
+    uint64_t tx_bytes = 0;
+    uint64_t tx_full = 0;     /* frames the PMD did not take (ring full); the caller frees them */
+    uint64_t tx_too_long = 0; /* frames above max_frame_len, dropped before the PMD */
+};
+
+class ethdev_port final : public netdev {
+  public:
+    /* Opens and starts the port; nullptr with err set (one line naming the problem). */
+    static std::unique_ptr<ethdev_port> open(const ethdev_config &cfg, std::string &err);
+    ~ethdev_port() override;
+    ethdev_port(const ethdev_port &) = delete;
+    ethdev_port &operator=(const ethdev_port &) = delete;
+
+    uint16_t rx_burst(uint16_t queue, rte_mbuf **pkts, uint16_t n) {
+        uint16_t got = rte_eth_rx_burst(port_id_, queue, pkts, n);
+        cnt_.rx_pkts += got;
+        for (uint16_t i = 0; i < got; i++)
+            cnt_.rx_bytes += pkts[i]->pkt_len;
+        return got;
+    }
+    uint16_t tx_burst(rte_mbuf **pkts, uint16_t n) override { return tx_burst(0, pkts, n); }
+    uint16_t tx_burst(uint16_t queue, rte_mbuf **pkts, uint16_t n);
+
+    const uint8_t *mac() const override { return mac_.addr_bytes; }
+    netdev_caps caps() const override { return caps_; }
+
+    uint16_t port_id() const { return port_id_; }
+    rte_mempool *pool() const { return pool_; }
+    const std::string &driver_name() const { return driver_name_; }
+    const ethdev_counters &counters() const { return cnt_; }
+    bool rx_scatter() const { return rx_scatter_; }
+    bool tx_multi_seg() const { return tx_multi_seg_; }
+    bool rss() const { return rss_; }
+    /* The largest IB path MTU (256..4096) this port's frame size carries. */
+    uint32_t max_ib_mtu() const;
+    /* One-line summary: driver, MAC, MTU, offloads. */
+    std::string describe() const;
+
+  private:
+    ethdev_port() = default;
+    bool setup(const ethdev_config &cfg, std::string &err);
+
+    uint16_t port_id_ = RTE_MAX_ETHPORTS;
+    bool created_vdev_ = false;
+    bool started_ = false;
+    std::string vdev_name_;
+    std::string driver_name_;
+    rte_ether_addr mac_{};
+    rte_mempool *pool_ = nullptr;
+    netdev_caps caps_{};
+    bool rx_scatter_ = false;
+    bool tx_multi_seg_ = false;
+    bool rss_ = false;
+    uint16_t tx_queues_ = 1;
+    ethdev_counters cnt_{};
+};
+
+/* The af_packet trap: its default 2048-byte ring frames truncate RoCE
+ * jumbo frames silently. Returns the vdev string with jumbo ring devargs
+ * added when the caller gave none (framesz=10240,blocksz=20480,framecnt=512). */
+std::string ethdev_fixup_vdev_args(const std::string &vdev);
+
+} // namespace uroce
+
+#endif
