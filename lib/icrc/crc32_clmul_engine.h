@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * uroce: 128-bit PCLMULQDQ folding engine for the reflected CRC-32.
+ *
+ * Private header, included by uroce_crc32_clmul.cpp and uroce_crc32_vclmul.cpp
+ * (the latter inlines it for short inputs). All functions carry
+ * target("pclmul") so that this header compiles under the -march=x86-64-v2
+ * baseline (which has SSSE3/SSE4.1 but not PCLMULQDQ); callers must only run
+ * them after CPUID said PCLMULQDQ is there.
+ *
+ * Method (doc/icrc.md has the full derivation): Intel white paper "Fast CRC
+ * Computation for Generic Polynomials Using PCLMULQDQ Instruction". The input
+ * is cut into 16-byte blocks, aligned to the END of the buffer; the 0..15
+ * leftover bytes form a zero-padded "head" block in front (leading zeros do
+ * not change a polynomial). Every block is folded forward to the position of
+ * the last block by a carry-less multiply with a distance constant, the
+ * results are XORed, and the 128-bit sum is reduced to 32 bits. The initial
+ * register is XORed into the first four message bytes, which is the same as
+ * multiplying it by x^(8*len).
+ *
+ * No load ever touches a byte outside [p, p+n): inputs of 16+ bytes use only
+ * full 16-byte loads inside the buffer, shorter inputs use overlapping 4- or
+ * 8-byte loads.
+ */
+#ifndef UROCE_ICRC_CRC32_CLMUL_ENGINE_H
+#define UROCE_ICRC_CRC32_CLMUL_ENGINE_H
+
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "crc32_fold_consts.h"
+
+#define UROCE_CLMUL_INLINE __attribute__((target("pclmul"), always_inline)) inline
+
+namespace uroce::crc32_detail {
+
+UROCE_CLMUL_INLINE __m128i loadu128(const void *p)
+{
+    return _mm_loadu_si128(static_cast<const __m128i *>(p));
+}
+
+/* Constant pair that folds a block forward by d blocks (1 <= d <= fold_max_dist). */
+UROCE_CLMUL_INLINE __m128i fold_k(unsigned d)
+{
+    return _mm_load_si128(reinterpret_cast<const __m128i *>(&fold_table[fold_index(d)]));
+}
+
+/* x * x^(128*d) mod-P-congruent 128-bit value: bytes 0..7 (the high-degree
+ * half) times k.lo, bytes 8..15 times k.hi. */
+UROCE_CLMUL_INLINE __m128i fold16(__m128i x, __m128i k)
+{
+    return _mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), _mm_clmulepi64_si128(x, k, 0x11));
+}
+
+/* pshufb control: "shift up by s bytes" (byte j <- j-s), 0 <= s <= 16. */
+UROCE_CLMUL_INLINE __m128i shuf_up(unsigned s) { return loadu128(shuf_table + 16 - s); }
+/* pshufb control: "shift down by s bytes" (byte j <- j+s), 0 <= s <= 16. */
+UROCE_CLMUL_INLINE __m128i shuf_down(unsigned s) { return loadu128(shuf_table + 16 + s); }
+
+/* Final reduction: the 128-bit block T (polynomial R, last block of the
+ * message) -> register = R * x^32 mod P.
+ * Split R into 32-bit pieces R = H1 x^96 + H0 x^64 + L1 x^32 + L0, so
+ * R x^32 = H1 x^128 + H0 x^96 + L1 x^64 + L0 x^32. The first three products
+ * (32-bit piece times x^k mod P) have degree <= 62, so three INDEPENDENT
+ * multiplies give a 64-bit Z == R x^32 (mod P) -- one multiply latency
+ * instead of the two serial 128->96->64 folds of the white paper. Then a
+ * Barrett reduction of Z: q = floor(floor(Z / x^32) * mu / x^32), Z - q P,
+ * with mu = floor(x^64 / P) (exact for polynomials, no correction step). */
+UROCE_CLMUL_INLINE uint32_t reduce128(__m128i t)
+{
+    const __m128i lo32_mask = _mm_set_epi32(0, -1, 0, -1);
+    const __m128i k_h1_l1 = _mm_set_epi64x(static_cast<long long>(k_x64), static_cast<long long>(k_x128));
+    const __m128i k_h0 = _mm_set_epi64x(0, static_cast<long long>(k_x96));
+    const __m128i k_barrett = _mm_set_epi64x(static_cast<long long>(k_poly), static_cast<long long>(k_mu));
+
+    const __m128i a = _mm_and_si128(t, lo32_mask); /* lane0: H1, lane1: L1 (reflected) */
+    const __m128i b = _mm_srli_epi64(t, 32);       /* lane0: H0, lane1: L0 */
+    __m128i z = _mm_xor_si128(_mm_clmulepi64_si128(a, k_h1_l1, 0x00), _mm_clmulepi64_si128(a, k_h1_l1, 0x11));
+    z = _mm_xor_si128(z, _mm_xor_si128(_mm_clmulepi64_si128(b, k_h0, 0x00), _mm_srli_si128(b, 8)));
+
+    /* Barrett. The low 32 bits of a carry-less product depend only on the
+     * low 32 bits of the operands, so the first multiply needs no masking. */
+    __m128i q = _mm_clmulepi64_si128(z, k_barrett, 0x00);              /* (Z_hi32 * mu) ... */
+    q = _mm_and_si128(q, _mm_set_epi32(0, 0, 0, -1));                  /* floor(./x^32) */
+    z = _mm_xor_si128(z, _mm_clmulepi64_si128(q, k_barrett, 0x10));    /* Z - q P */
+    return static_cast<uint32_t>(_mm_extract_epi32(z, 1));
+}
+
+/* 0..15 bytes. */
+UROCE_CLMUL_INLINE uint32_t crc_short(uint32_t reg, const uint8_t *p, size_t n)
+{
+    if (n < 4) {
+        /* Too short to hold the 4-byte register; three table steps at most. */
+        while (n--)
+            reg = tables.t[0][(reg ^ *p++) & 0xFFu] ^ (reg >> 8);
+        return reg;
+    }
+    /* Place the n bytes at the top of a zeroed 16-byte block (leading zeros
+     * are free) using two overlapping loads that stay inside [p, p+n). */
+    const __m128i up = shuf_up(16 - static_cast<unsigned>(n));
+    __m128i v;
+    if (n >= 8) {
+        uint64_t lo, hi;
+        std::memcpy(&lo, p, 8);
+        std::memcpy(&hi, p + n - 8, 8);
+        v = _mm_or_si128(_mm_shuffle_epi8(_mm_cvtsi64_si128(static_cast<long long>(lo)), up),
+                         _mm_slli_si128(_mm_cvtsi64_si128(static_cast<long long>(hi)), 8));
+    } else {
+        uint32_t lo, hi;
+        std::memcpy(&lo, p, 4);
+        std::memcpy(&hi, p + n - 4, 4);
+        v = _mm_or_si128(_mm_shuffle_epi8(_mm_cvtsi32_si128(static_cast<int>(lo)), up),
+                         _mm_slli_si128(_mm_cvtsi32_si128(static_cast<int>(hi)), 12));
+    }
+    /* The register goes onto the first four message bytes. */
+    v = _mm_xor_si128(v, _mm_shuffle_epi8(_mm_cvtsi32_si128(static_cast<int>(reg)), up));
+    return reduce128(v);
+}
+
+/* Common prologue for 16+ bytes: r = n mod 16 head bytes, then m >= 1 full
+ * blocks starting at q = p + r. Returns the first full block with the
+ * register (and, if fold_head, the head folded one block forward) XORed in;
+ * *head gets the register-seeded, zero-padded head block (zero if r == 0). */
+UROCE_CLMUL_INLINE __m128i first_block(uint32_t reg, const uint8_t *p, unsigned r, __m128i *head)
+{
+    const __m128i regv = _mm_cvtsi32_si128(static_cast<int>(reg));
+    /* Register bytes that land in the head go up to byte 16-r; the ones that
+     * spill past it (r < 4) land in the first full block. */
+    __m128i b0 = _mm_xor_si128(loadu128(p + r), _mm_shuffle_epi8(regv, shuf_down(r)));
+    *head = r ? _mm_shuffle_epi8(_mm_xor_si128(loadu128(p), regv), shuf_up(16 - r)) : _mm_setzero_si128();
+    return b0;
+}
+
+/* 16+ bytes, N independent 16-byte accumulators in the main loop. */
+template <unsigned N>
+UROCE_CLMUL_INLINE uint32_t crc_xmm(uint32_t reg, const uint8_t *p, size_t n)
+{
+    static_assert(N >= 2 && N % 2 == 0 && 2 * N <= fold_max_dist, "unsupported accumulator count");
+    const unsigned r = static_cast<unsigned>(n & 15);
+    const uint8_t *q = p + r;
+    size_t m = n >> 4; /* full blocks, >= 1 */
+    __m128i head;
+    const __m128i b0 = first_block(reg, p, r, &head);
+
+    __m128i t0 = _mm_setzero_si128(), t1 = t0, t2 = t0, t3 = t0;
+    if (m <= 2 * N) {
+        /* Short: every block folds straight to the last block's position, all
+         * multiplies independent. Block j sits m-1-j blocks before the end,
+         * the head m blocks. */
+        if (r)
+            t1 = fold16(head, fold_k(static_cast<unsigned>(m)));
+        if (m == 1)
+            return reduce128(_mm_xor_si128(t1, b0));
+        t0 = fold16(b0, fold_k(static_cast<unsigned>(m - 1)));
+        for (size_t j = 1; j + 1 < m; j++) {
+            const __m128i f = fold16(loadu128(q + 16 * j), fold_k(static_cast<unsigned>(m - 1 - j)));
+            if (j & 1)
+                t2 = _mm_xor_si128(t2, f);
+            else
+                t3 = _mm_xor_si128(t3, f);
+        }
+        const __m128i last = loadu128(q + 16 * (m - 1));
+        return reduce128(_mm_xor_si128(_mm_xor_si128(t0, t1), _mm_xor_si128(_mm_xor_si128(t2, t3), last)));
+    }
+
+    /* Long: N accumulators stride over N blocks at a time. */
+    __m128i acc[N];
+    acc[0] = r ? _mm_xor_si128(b0, fold16(head, fold_k(1))) : b0;
+    for (unsigned i = 1; i < N; i++)
+        acc[i] = loadu128(q + 16 * i);
+    q += 16 * N;
+    m -= N; /* blocks left, including the last one */
+    const __m128i kN = fold_k(N);
+    while (m > N) {
+        for (unsigned i = 0; i < N; i++)
+            acc[i] = _mm_xor_si128(fold16(acc[i], kN), loadu128(q + 16 * i));
+        q += 16 * N;
+        m -= N;
+    }
+    /* L = m-1 blocks remain before the last one (0 <= L < N); accumulator i
+     * sits L + N - i blocks before the last block, leftover block j L - j. */
+    const unsigned L = static_cast<unsigned>(m - 1);
+    for (unsigned i = 0; i < N; i += 2) {
+        t0 = _mm_xor_si128(t0, fold16(acc[i], fold_k(L + N - i)));
+        t1 = _mm_xor_si128(t1, fold16(acc[i + 1], fold_k(L + N - i - 1)));
+    }
+    for (unsigned j = 0; j < L; j++) {
+        const __m128i f = fold16(loadu128(q + 16 * j), fold_k(L - j));
+        if (j & 1)
+            t2 = _mm_xor_si128(t2, f);
+        else
+            t3 = _mm_xor_si128(t3, f);
+    }
+    const __m128i last = loadu128(q + 16 * L);
+    return reduce128(_mm_xor_si128(_mm_xor_si128(t0, t1), _mm_xor_si128(_mm_xor_si128(t2, t3), last)));
+}
+
+} // namespace uroce::crc32_detail
+
+#endif

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * uroce: reflected CRC-32 with VPCLMULQDQ folding on 256-bit (ymm) registers.
+ *
+ * Needs AVX2 + VPCLMULQDQ only (no AVX-512): every function here is compiled
+ * with target("avx2,vpclmulqdq,pclmul") and only ever called after the
+ * run-time CPUID/XGETBV check in uroce_crc32.cpp. A ymm VPCLMULQDQ performs
+ * the two 64x64 multiplies of two 16-byte blocks at once, so each fold
+ * instruction pair advances 32 bytes instead of 16; with UROCE_VCLMUL_ACCS
+ * independent accumulators the multiplier pipes stay busy (doc/icrc.md).
+ *
+ * Layout is the same as the 128-bit engine: the input is cut into 16-byte
+ * blocks aligned to the end, the partial head block in front. A ymm register
+ * simply holds two consecutive blocks: its low lane is one block further from
+ * the end than its high lane, so its constant is two consecutive entries of
+ * the (distance-descending) fold table -- one 32-byte load.
+ */
+#include "uroce_crc32.h"
+#include "crc32_clmul_engine.h"
+
+#ifndef UROCE_VCLMUL_ACCS
+#define UROCE_VCLMUL_ACCS 8
+#endif
+
+#define UROCE_VCLMUL_INLINE __attribute__((target("avx2,vpclmulqdq,pclmul"), always_inline)) inline
+
+namespace uroce {
+namespace crc32_detail {
+namespace {
+
+UROCE_VCLMUL_INLINE __m256i loadu256(const void *p)
+{
+    return _mm256_loadu_si256(static_cast<const __m256i *>(p));
+}
+
+UROCE_VCLMUL_INLINE __m256i fold32(__m256i x, __m256i k)
+{
+    return _mm256_xor_si256(_mm256_clmulepi64_epi128(x, k, 0x00), _mm256_clmulepi64_epi128(x, k, 0x11));
+}
+
+/* Constants for a ymm whose low lane is d blocks before the last block and
+ * whose high lane is d-1 blocks before it (2 <= d <= fold_max_dist). */
+UROCE_VCLMUL_INLINE __m256i fold_k2(unsigned d) { return loadu256(&fold_table[fold_index(d)]); }
+
+/* 16 * (2N + 1) bytes or more. */
+template <unsigned N>
+UROCE_VCLMUL_INLINE uint32_t crc_ymm(uint32_t reg, const uint8_t *p, size_t n)
+{
+    static_assert(N >= 1 && 4 * N <= fold_max_dist, "unsupported accumulator count");
+    const unsigned r = static_cast<unsigned>(n & 15);
+    const uint8_t *q = p + r;
+    size_t m = n >> 4; /* full blocks, > 2N */
+    __m128i head;
+    __m128i b0 = first_block(reg, p, r, &head);
+    if (r)
+        b0 = _mm_xor_si128(b0, fold16(head, fold_k(1)));
+
+    __m256i acc[N];
+    /* acc[0] = blocks 0 and 1, with block 0 replaced by the seeded b0. */
+    acc[0] = _mm256_inserti128_si256(loadu256(q), b0, 0);
+    for (unsigned i = 1; i < N; i++)
+        acc[i] = loadu256(q + 32 * i);
+    q += 32 * N;
+    m -= 2 * N; /* blocks left, including the last one */
+    const __m256i k2N = _mm256_broadcastsi128_si256(fold_k(2 * N));
+    while (m > 2 * N) {
+        for (unsigned i = 0; i < N; i++)
+            acc[i] = _mm256_xor_si256(fold32(acc[i], k2N), loadu256(q + 32 * i));
+        q += 32 * N;
+        m -= 2 * N;
+    }
+    /* L = m-1 blocks before the last (0 <= L < 2N). Accumulator i: low lane
+     * L + 2N - 2i blocks before the last block, high lane one less (>= L+1). */
+    const unsigned L = static_cast<unsigned>(m - 1);
+    __m256i y0 = _mm256_setzero_si256(), y1 = y0;
+    for (unsigned i = 0; i < N; i++) {
+        const __m256i f = fold32(acc[i], fold_k2(L + 2 * N - 2 * i));
+        if (i & 1)
+            y1 = _mm256_xor_si256(y1, f);
+        else
+            y0 = _mm256_xor_si256(y0, f);
+    }
+    /* Leftover blocks j = 0..L-1 sit L - j blocks before the last: one single
+     * block if L is odd, then pairs (distances >= 2 and >= 1). */
+    __m128i x = loadu128(q + 16 * L); /* the last block, distance 0 */
+    unsigned j = 0;
+    if (L & 1) {
+        x = _mm_xor_si128(x, fold16(loadu128(q), fold_k(L)));
+        j = 1;
+    }
+    for (; j < L; j += 2) {
+        const __m256i f = fold32(loadu256(q + 16 * j), fold_k2(L - j));
+        if (j & 2)
+            y1 = _mm256_xor_si256(y1, f);
+        else
+            y0 = _mm256_xor_si256(y0, f);
+    }
+    const __m256i y = _mm256_xor_si256(y0, y1);
+    x = _mm_xor_si128(x, _mm_xor_si128(_mm256_castsi256_si128(y), _mm256_extracti128_si256(y, 1)));
+    return reduce128(x);
+}
+
+} // namespace
+} // namespace crc32_detail
+
+__attribute__((target("avx2,vpclmulqdq,pclmul"))) uint32_t crc32_update_vclmul(uint32_t reg, const void *data,
+                                                                              size_t len)
+{
+    using namespace crc32_detail;
+    constexpr unsigned N = UROCE_VCLMUL_ACCS;
+    const uint8_t *p = static_cast<const uint8_t *>(data);
+    if (len < 16)
+        return crc_short(reg, p, len);
+    if (len < 16 * (2 * N + 1))
+        return crc_xmm<8>(reg, p, len);
+    return crc_ymm<N>(reg, p, len);
+}
+
+} // namespace uroce

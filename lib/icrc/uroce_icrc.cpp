@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * uroce: RoCEv2 Invariant CRC (IBTA Annex A17; Linux rxe_icrc.c semantics).
+ *
+ * Hot path (icrc_begin): the masked headers are built in a small aligned
+ * stack buffer with 16-byte loads ORed with a constexpr mask (masked fields
+ * become all ones, everything else is ORed with zero), and the CRC engine
+ * runs over that buffer -- and over the rest of the packet in place.
+ *
+ * Two details keep the header-only (ACK-sized) case short:
+ *  - The buffer is laid out so that the engine's 16-byte loads hit exactly
+ *    the 16-byte stores that built it (store-to-load forwarding works; a load
+ *    straddling two stores would stall until they retire). The engines align
+ *    their blocks to the END of the input and put n mod 16 bytes in a head
+ *    block; here the copy is instead preceded by 16 - (n mod 16) zero bytes so
+ *    that the length is a multiple of 16, and the CRC starts from a register
+ *    pre-image that those zero bytes turn into the ICRC seed.
+ *  - Short packets (up to 128 bytes from the IP header) need one engine call.
+ */
+#include "uroce_icrc.h"
+#include "crc32_fold_consts.h"
+
+#include <immintrin.h>
+
+#include <rte_mbuf.h>
+
+#include <algorithm>
+#include <array>
+
+namespace uroce {
+namespace {
+
+using crc32_detail::poly_reflected;
+
+/* Header field offsets (IBTA A17.3.3 masked fields; RFC 791, RFC 8200, RFC 768,
+ * IBTA 9.2 BTH). Kept local on purpose: lib/wire is a separate component. */
+constexpr unsigned ipv4_tos_off = 1;       /* DSCP + ECN */
+constexpr unsigned ipv4_ttl_off = 8;
+constexpr unsigned ipv4_csum_off = 10;     /* 2 bytes */
+constexpr unsigned ipv6_hdr_len = 40;
+constexpr unsigned ipv6_hop_limit_off = 7; /* bytes 0 (low nibble) .. 3: traffic class + flow label */
+constexpr unsigned udp_hdr_len = 8;
+constexpr unsigned udp_csum_off = 6;       /* 2 bytes */
+constexpr unsigned bth_len = 12;
+constexpr unsigned bth_resv8a_off = 4;     /* FECN, BECN, resv6 */
+
+constexpr unsigned buf_max = 128; /* bytes masked-copied for one-call packets */
+constexpr unsigned hdr_max = 60 + udp_hdr_len + bth_len; /* IPv4 IHL=15 */
+static_assert(hdr_max + 16 <= buf_max, "the buffer must hold the largest header");
+
+/* One mask per header layout: IPv4 with IHL 5..15 (index IHL-5), IPv6 (index 11). */
+constexpr unsigned n_layouts = 12;
+constexpr unsigned ipv6_layout = 11;
+
+struct alignas(16) mask_set {
+    uint8_t m[n_layouts][buf_max];
+    uint8_t hdr_len[n_layouts];
+};
+
+constexpr mask_set make_masks()
+{
+    mask_set s{};
+    for (unsigned ihl = 5; ihl <= 15; ihl++) {
+        uint8_t *m = s.m[ihl - 5];
+        const unsigned ip_len = ihl * 4;
+        m[ipv4_tos_off] = 0xFF;
+        m[ipv4_ttl_off] = 0xFF;
+        m[ipv4_csum_off] = m[ipv4_csum_off + 1] = 0xFF;
+        m[ip_len + udp_csum_off] = m[ip_len + udp_csum_off + 1] = 0xFF;
+        m[ip_len + udp_hdr_len + bth_resv8a_off] = 0xFF;
+        s.hdr_len[ihl - 5] = static_cast<uint8_t>(ip_len + udp_hdr_len + bth_len);
+    }
+    uint8_t *m = s.m[ipv6_layout];
+    m[0] = 0x0F; /* low nibble of byte 0: traffic class bits 7..4 */
+    m[1] = m[2] = m[3] = 0xFF; /* traffic class bits 3..0, flow label */
+    m[ipv6_hop_limit_off] = 0xFF;
+    m[ipv6_hdr_len + udp_csum_off] = m[ipv6_hdr_len + udp_csum_off + 1] = 0xFF;
+    m[ipv6_hdr_len + udp_hdr_len + bth_resv8a_off] = 0xFF;
+    s.hdr_len[ipv6_layout] = ipv6_hdr_len + udp_hdr_len + bth_len;
+    return s;
+}
+
+alignas(64) constexpr mask_set masks = make_masks();
+
+/* Raw register after 8 x 0xFF from ~0: the ICRC seed. */
+constexpr uint32_t seed_from_prefix()
+{
+    uint32_t reg = ~0u;
+    for (int i = 0; i < 8; i++) {
+        reg ^= 0xFFu;
+        for (int b = 0; b < 8; b++)
+            reg = (reg >> 1) ^ ((reg & 1u) ? poly_reflected : 0u);
+    }
+    return reg;
+}
+static_assert(seed_from_prefix() == icrc_seed, "ICRC seed must be the register after 8 x 0xFF");
+
+/* pre[k]: the register that k zero bytes turn into icrc_seed. One zero bit
+ * maps reg -> (reg >> 1) ^ (reg & 1 ? POLY : 0); POLY has bit 31 set and
+ * reg >> 1 does not, so bit 31 of the result says which case it was and the
+ * step inverts exactly. */
+constexpr std::array<uint32_t, 16> make_seed_preimages()
+{
+    std::array<uint32_t, 16> pre{};
+    uint32_t reg = icrc_seed;
+    pre[0] = reg;
+    for (unsigned k = 1; k < 16; k++) {
+        for (int b = 0; b < 8; b++)
+            reg = (reg & 0x80000000u) ? (((reg ^ poly_reflected) << 1) | 1u) : (reg << 1);
+        pre[k] = reg;
+    }
+    return pre;
+}
+constexpr std::array<uint32_t, 16> seed_pre = make_seed_preimages();
+
+constexpr uint32_t zero_bytes_forward(uint32_t reg, unsigned k)
+{
+    for (unsigned i = 0; i < 8 * k; i++)
+        reg = (reg >> 1) ^ ((reg & 1u) ? poly_reflected : 0u);
+    return reg;
+}
+static_assert(zero_bytes_forward(seed_pre[1], 1) == icrc_seed);
+static_assert(zero_bytes_forward(seed_pre[15], 15) == icrc_seed);
+
+inline unsigned layout_of(const uint8_t *ip)
+{
+    if ((ip[0] >> 4) == 6)
+        return ipv6_layout;
+    const unsigned ihl = ip[0] & 0x0Fu;
+    return ihl < 5 ? 0 : ihl - 5; /* IHL < 5 is malformed; mask as if 5 */
+}
+
+inline __m128i loadu(const void *p) { return _mm_loadu_si128(static_cast<const __m128i *>(p)); }
+
+/* Runts and other odd cases: byte-wise, correct but not fast. */
+[[gnu::noinline]] uint32_t begin_slow(const uint8_t *src, size_t len, const uint8_t *mask)
+{
+    uint8_t buf[buf_max] = {};
+    const size_t n = std::min<size_t>(len, buf_max);
+    for (size_t i = 0; i < n; i++)
+        buf[i] = src[i] | mask[i];
+    uint32_t reg = crc32_update(icrc_seed, buf, n);
+    if (len > n)
+        reg = crc32_update(reg, src + n, len - n);
+    return reg;
+}
+
+} // namespace
+
+icrc_state icrc_begin(const void *ip_hdr, size_t len)
+{
+    const uint8_t *src = static_cast<const uint8_t *>(ip_hdr);
+    if (len == 0)
+        return {icrc_seed};
+    const unsigned layout = layout_of(src);
+    const uint8_t *mask = masks.m[layout];
+    const unsigned hdr = masks.hdr_len[layout];
+    if (len < hdr) [[unlikely]]
+        return {begin_slow(src, len, mask)};
+
+    /* Bytes to copy: the whole packet if it is short, else the headers
+     * rounded up to whole 16-byte blocks (48, 64 or 80 bytes). */
+    const size_t n0 = len <= buf_max ? len : (hdr + 15u) & ~15u;
+    const unsigned r = static_cast<unsigned>(n0 & 15);
+
+    /* Block j of buf is 16 bytes of the (zero-padded) masked copy; the
+     * engine's loads below are exactly these stores. */
+    alignas(16) uint8_t buf[buf_max + 16];
+    unsigned nb = 0;
+    if (r) {
+        const __m128i head = _mm_or_si128(loadu(src), loadu(mask));
+        _mm_store_si128(reinterpret_cast<__m128i *>(buf),
+                        _mm_shuffle_epi8(head, loadu(crc32_detail::shuf_table + r))); /* up by 16-r */
+        nb = 1;
+    }
+    for (size_t off = r; off < n0; off += 16, nb++)
+        _mm_store_si128(reinterpret_cast<__m128i *>(buf + 16 * nb),
+                        _mm_or_si128(loadu(src + off), loadu(mask + off)));
+
+    uint32_t reg = crc32_update(seed_pre[(16 - r) & 15], buf, 16 * nb);
+    if (len > n0)
+        reg = crc32_update(reg, src + n0, len - n0);
+    return {reg};
+}
+
+uint32_t icrc_compute(const void *ip_hdr, size_t len) { return icrc_finish(icrc_begin(ip_hdr, len)); }
+
+uint32_t icrc_compute_mbuf(const struct rte_mbuf *m, uint32_t l3_offset, uint32_t icrc_offset)
+{
+    icrc_offset = std::min(icrc_offset, m->pkt_len);
+    l3_offset = std::min(l3_offset, icrc_offset);
+    uint32_t remaining = icrc_offset - l3_offset;
+
+    /* Find the segment holding the IP header. */
+    const struct rte_mbuf *seg = m;
+    uint32_t off = l3_offset;
+    while (seg && off >= seg->data_len) {
+        off -= seg->data_len;
+        seg = seg->next;
+    }
+    if (!seg || remaining == 0)
+        return icrc_finish(icrc_state{icrc_seed});
+
+    icrc_state st;
+    const uint8_t *ip = rte_pktmbuf_mtod_offset(seg, const uint8_t *, off);
+    const uint32_t avail = seg->data_len - off; /* > 0 */
+    const uint32_t need = std::min<uint32_t>(remaining, masks.hdr_len[layout_of(ip)]);
+    if (avail >= need) {
+        const uint32_t n = std::min(avail, remaining);
+        st = icrc_begin(ip, n);
+        remaining -= n;
+        off += n;
+    } else {
+        /* Headers straddle segments (rare): gather them first. */
+        uint8_t hdr[buf_max];
+        const uint32_t want = std::min<uint32_t>(remaining, buf_max);
+        uint32_t got = 0;
+        while (got < want && seg) {
+            const uint32_t a = std::min<uint32_t>(seg->data_len - off, want - got);
+            std::memcpy(hdr + got, rte_pktmbuf_mtod_offset(seg, const uint8_t *, off), a);
+            got += a;
+            off += a;
+            if (off == seg->data_len) {
+                seg = seg->next;
+                off = 0;
+            }
+        }
+        st = icrc_begin(hdr, got);
+        remaining -= got;
+    }
+    /* The rest, segment by segment. */
+    while (remaining && seg) {
+        if (off >= seg->data_len) {
+            seg = seg->next;
+            off = 0;
+            continue;
+        }
+        const uint32_t a = std::min<uint32_t>(seg->data_len - off, remaining);
+        icrc_update(st, rte_pktmbuf_mtod_offset(seg, const uint8_t *, off), a);
+        remaining -= a;
+        off += a;
+    }
+    return icrc_finish(st);
+}
+
+} // namespace uroce

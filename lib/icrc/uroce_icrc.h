@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * uroce: the RoCEv2 Invariant CRC (ICRC).
+ *
+ * Definition (IBTA Annex A17 "RoCEv2", section A17.3.3; same as Linux
+ * drivers/infiniband/sw/rxe/rxe_icrc.c): CRC-32 (IEEE 802.3, as zlib) over
+ *   1. 8 bytes of 0xFF (stand-in for the masked LRH of native InfiniBand),
+ *   2. the IP header with the variant fields set to all ones
+ *        IPv4: TOS (DSCP+ECN), TTL, header checksum
+ *        IPv6: traffic class, flow label, hop limit,
+ *   3. the UDP header with the checksum set to 0xFFFF,
+ *   4. the BTH with byte 4 (FECN, BECN, resv6) set to 0xFF,
+ *   5. everything after the BTH (extension headers, payload, pad) up to but
+ *      not including the 4-byte ICRC field.
+ * The ICRC is stored least-significant byte first (little-endian).
+ *
+ * The 8 x 0xFF prefix is folded into a constant seed: the raw CRC register
+ * after those 8 bytes from ~0 is 0xdebb20e3.
+ */
+#ifndef UROCE_ICRC_H
+#define UROCE_ICRC_H
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "uroce_crc32.h"
+
+struct rte_mbuf;
+
+namespace uroce {
+
+/* Raw register after 8 x 0xFF from ~0 (checked at compile time in uroce_icrc.cpp). */
+inline constexpr uint32_t icrc_seed = 0xdebb20e3u;
+
+/* ICRC value (final-inverted, zlib convention) of a contiguous packet.
+ * ip_hdr: start of the IPv4/IPv6 header (version from its first nibble);
+ * len: bytes from there up to (excluding) the ICRC field.
+ * Compare with icrc_read_wire(ip_hdr + len). */
+uint32_t icrc_compute(const void *ip_hdr, size_t len);
+
+/* Incremental form, for packets in several pieces. */
+struct icrc_state {
+    uint32_t reg;
+};
+
+/* Masks IP/UDP/BTH in a small stack copy (the payload is never copied) and
+ * continues over the rest of the contiguous_len bytes. contiguous_len must
+ * cover IP+UDP+BTH (40 bytes for IPv4 without options, 60 for IPv6); if it
+ * does not (a runt), only the bytes present are used, masked as far as they
+ * go -- the result is then just some value that will not match. An unknown
+ * IP version is treated as IPv4. */
+icrc_state icrc_begin(const void *ip_hdr, size_t contiguous_len);
+
+static inline void icrc_update(icrc_state &s, const void *p, size_t n) { s.reg = crc32_update(s.reg, p, n); }
+
+static inline uint32_t icrc_finish(const icrc_state &s) { return ~s.reg; }
+
+/* Over an rte_mbuf chain: l3_offset = offset of the IP header from the start
+ * of the packet, icrc_offset = offset of the ICRC field (pkt_len - 4 for a
+ * well-formed packet). Walks the segments; copies at most the headers, and
+ * only if they straddle a segment boundary. Offsets beyond pkt_len are
+ * clamped. */
+uint32_t icrc_compute_mbuf(const struct rte_mbuf *m, uint32_t l3_offset, uint32_t icrc_offset);
+
+/* The ICRC as stored on the wire (little-endian). */
+static inline uint32_t icrc_read_wire(const void *icrc_field)
+{
+    uint32_t v;
+    std::memcpy(&v, icrc_field, sizeof(v));
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap32(v);
+#endif
+    return v;
+}
+
+/* Store an ICRC value in wire order. */
+static inline void icrc_write_wire(void *icrc_field, uint32_t icrc)
+{
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    icrc = __builtin_bswap32(icrc);
+#endif
+    std::memcpy(icrc_field, &icrc, sizeof(icrc));
+}
+
+} // namespace uroce
+
+#endif
