@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Tests for the reflected CRC-32 engines (lib/icrc/uroce_crc32.h):
+ * every engine the CPU has, every length 0..2048, random alignments and
+ * random segmentations, against zlib and against each other; the folding
+ * constants against an independent derivation; the dispatch and the
+ * UROCE_CRC32_PATH override.
+ */
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "crc32_fold_consts.h"
+#include "uroce_crc32.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define UROCE_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define UROCE_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define UROCE_POISON(p, n) ((void)(p), (void)(n))
+#define UROCE_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+namespace uroce {
+namespace {
+
+constexpr crc32_path all_paths[] = {crc32_path::scalar, crc32_path::clmul, crc32_path::vclmul};
+
+using update_fn = uint32_t (*)(uint32_t, const void *, size_t);
+
+update_fn fn_of(crc32_path p)
+{
+    switch (p) {
+    case crc32_path::clmul:
+        return crc32_update_clmul;
+    case crc32_path::vclmul:
+        return crc32_update_vclmul;
+    default:
+        return crc32_update_scalar;
+    }
+}
+
+uint32_t zlib_crc(uint32_t prev, const uint8_t *p, size_t n)
+{
+    /* zlib takes uInt lengths; our test inputs are small. */
+    return static_cast<uint32_t>(crc32(prev, p, static_cast<uInt>(n)));
+}
+
+class crc32_path_test : public ::testing::TestWithParam<crc32_path> {
+protected:
+    void SetUp() override
+    {
+        if (!crc32_path_supported(GetParam()))
+            GTEST_SKIP() << "CPU/OS lacks the " << crc32_path_name(GetParam()) << " path";
+        fn = fn_of(GetParam());
+    }
+    update_fn fn = nullptr;
+};
+
+std::string path_param_name(const ::testing::TestParamInfo<crc32_path> &info)
+{
+    std::string s = crc32_path_name(info.param);
+    for (char &c : s)
+        if (c == '-')
+            c = '_';
+    return s;
+}
+
+TEST_P(crc32_path_test, check_value_123456789)
+{
+    const char *s = "123456789";
+    EXPECT_EQ(fn(~0u, s, 9) ^ ~0u, 0xcbf43926u);
+}
+
+TEST_P(crc32_path_test, empty_input_keeps_register)
+{
+    const uint8_t b = 0;
+    EXPECT_EQ(fn(0x12345678u, &b, 0), 0x12345678u);
+    EXPECT_EQ(fn(0x12345678u, nullptr, 0), 0x12345678u);
+}
+
+/* Every length 0..2048, the source placed at a random offset 0..63 inside
+ * a heap block; the bytes around [p, p+len) are ASan-poisoned, so an
+ * over-read past the end (or before the start, at 8-byte granularity) aborts
+ * the ASan build. Random register too. */
+TEST_P(crc32_path_test, all_lengths_random_alignment_vs_zlib)
+{
+    std::mt19937_64 rng(0xC0FFEE ^ static_cast<unsigned>(GetParam()));
+    constexpr size_t max_len = 2048;
+    std::vector<uint8_t> src(max_len);
+    for (auto &b : src)
+        b = static_cast<uint8_t>(rng());
+    for (size_t len = 0; len <= max_len; len++) {
+        const size_t off = rng() % 64;
+        const size_t total = 64 + max_len + 64;
+        uint8_t *block = static_cast<uint8_t *>(std::malloc(total));
+        ASSERT_NE(block, nullptr);
+        uint8_t *p = block + off;
+        std::memcpy(p, src.data(), len);
+        UROCE_POISON(block, off);
+        UROCE_POISON(p + len, total - off - len);
+        const uint32_t prev = static_cast<uint32_t>(rng());
+        const uint32_t got = ~fn(~prev, p, len);
+        UROCE_UNPOISON(block, total);
+        std::free(block);
+        ASSERT_EQ(got, zlib_crc(prev, src.data(), len)) << "len " << len << " offset " << off;
+    }
+}
+
+/* Tight heap blocks of exactly len bytes (ASan checks both ends exactly). */
+TEST_P(crc32_path_test, exact_size_allocations)
+{
+    std::mt19937 rng(7);
+    for (size_t len = 0; len <= 600; len++) {
+        std::vector<uint8_t> v(len);
+        for (auto &b : v)
+            b = static_cast<uint8_t>(rng());
+        uint8_t *p = len ? new uint8_t[len] : nullptr;
+        if (len)
+            std::memcpy(p, v.data(), len);
+        const uint32_t got = fn(~0u, p, len) ^ ~0u;
+        delete[] p;
+        ASSERT_EQ(got, zlib_crc(0, v.data(), len)) << "len " << len;
+    }
+}
+
+/* The same data split into 1..12 random pieces, chained through the raw
+ * register, must give the one-shot value (and zlib's). */
+TEST_P(crc32_path_test, random_segmentation_chains)
+{
+    std::mt19937_64 rng(1234 + static_cast<unsigned>(GetParam()));
+    std::vector<uint8_t> buf(2048 + 64);
+    for (auto &b : buf)
+        b = static_cast<uint8_t>(rng());
+    for (size_t len = 0; len <= 2048; len += 1 + (len < 300 ? 0 : rng() % 7)) {
+        const size_t off = rng() % 64;
+        const uint8_t *p = buf.data() + off;
+        const uint32_t want = zlib_crc(0, p, len);
+        for (int trial = 0; trial < 4; trial++) {
+            const int pieces = 1 + static_cast<int>(rng() % 12);
+            std::vector<size_t> cuts{0, len};
+            for (int i = 1; i < pieces; i++)
+                cuts.push_back(len ? rng() % (len + 1) : 0);
+            std::sort(cuts.begin(), cuts.end());
+            uint32_t reg = ~0u;
+            for (size_t i = 0; i + 1 < cuts.size(); i++)
+                reg = fn(reg, p + cuts[i], cuts[i + 1] - cuts[i]);
+            ASSERT_EQ(reg ^ ~0u, want) << "len " << len << " pieces " << pieces;
+        }
+    }
+}
+
+/* Large and odd sizes through the main loops (several iterations, every
+ * leftover count). */
+TEST_P(crc32_path_test, long_inputs)
+{
+    std::mt19937_64 rng(99);
+    std::vector<uint8_t> buf(70000);
+    for (auto &b : buf)
+        b = static_cast<uint8_t>(rng());
+    for (size_t len : {4095u, 4096u, 4097u, 9000u, 9001u, 16383u, 65536u, 69999u}) {
+        const size_t off = rng() % 8;
+        ASSERT_EQ(fn(~0u, buf.data() + off, len) ^ ~0u, zlib_crc(0, buf.data() + off, len)) << len;
+    }
+}
+
+/* Special bit patterns: all zeros, all ones, single bits (catches a wrong
+ * constant for one lane or one distance that random data might hide in a
+ * single test, because each bit exercises one column of the fold). */
+TEST_P(crc32_path_test, single_bit_inputs)
+{
+    for (size_t len : {16u, 31u, 64u, 100u, 272u, 300u, 513u, 1024u}) {
+        std::vector<uint8_t> v(len, 0);
+        ASSERT_EQ(fn(~0u, v.data(), len) ^ ~0u, zlib_crc(0, v.data(), len));
+        std::fill(v.begin(), v.end(), 0xFF);
+        ASSERT_EQ(fn(~0u, v.data(), len) ^ ~0u, zlib_crc(0, v.data(), len));
+        std::fill(v.begin(), v.end(), 0);
+        for (size_t bit = 0; bit < 8 * len; bit += (len > 300 ? 7 : 1)) {
+            v[bit / 8] = static_cast<uint8_t>(1u << (bit % 8));
+            ASSERT_EQ(fn(0, v.data(), len), zlib_crc(0, v.data(), len) ^ zlib_crc(0, std::vector<uint8_t>(len).data(), len))
+                << "len " << len << " bit " << bit;
+            v[bit / 8] = 0;
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(paths, crc32_path_test, ::testing::ValuesIn(all_paths), path_param_name);
+
+/* All supported engines agree with each other on random data/registers. */
+TEST(crc32, engines_agree)
+{
+    std::mt19937_64 rng(42);
+    std::vector<uint8_t> buf(5000);
+    for (auto &b : buf)
+        b = static_cast<uint8_t>(rng());
+    for (int i = 0; i < 3000; i++) {
+        const size_t off = rng() % 64;
+        const size_t len = rng() % (buf.size() - off);
+        const uint32_t reg = static_cast<uint32_t>(rng());
+        const uint32_t ref = crc32_update_scalar(reg, buf.data() + off, len);
+        for (crc32_path p : all_paths) {
+            if (crc32_path_supported(p)) {
+                ASSERT_EQ(fn_of(p)(reg, buf.data() + off, len), ref) << crc32_path_name(p) << " len " << len;
+            }
+        }
+        ASSERT_EQ(crc32_update(reg, buf.data() + off, len), ref);
+    }
+}
+
+TEST(crc32, ieee_wrapper_matches_zlib)
+{
+    const uint8_t msg[] = "The quick brown fox jumps over the lazy dog";
+    const size_t n = sizeof(msg) - 1;
+    EXPECT_EQ(crc32_ieee(0, msg, n), 0x414fa339u);
+    EXPECT_EQ(crc32_ieee(crc32_ieee(0, msg, 10), msg + 10, n - 10), 0x414fa339u);
+    EXPECT_EQ(crc32_ieee(0xdeadbeef, msg, n), zlib_crc(0xdeadbeef, msg, n));
+}
+
+TEST(crc32, zeros_and_combine)
+{
+    std::mt19937_64 rng(5);
+    std::vector<uint8_t> zero(5000, 0), buf(5000);
+    for (auto &b : buf)
+        b = static_cast<uint8_t>(rng());
+    for (size_t n : {0u, 1u, 3u, 7u, 8u, 15u, 16u, 100u, 1023u, 4999u}) {
+        const uint32_t reg = static_cast<uint32_t>(rng());
+        EXPECT_EQ(crc32_zeros(reg, n), crc32_update_scalar(reg, zero.data(), n)) << n;
+        const size_t a = rng() % 5000, b = std::min<size_t>(n, 5000 - a);
+        const uint32_t ca = zlib_crc(0, buf.data(), a), cb = zlib_crc(0, buf.data() + a, b);
+        EXPECT_EQ(crc32_ieee_combine(ca, cb, b), zlib_crc(0, buf.data(), a + b));
+        EXPECT_EQ(crc32_ieee_combine(ca, cb, b), static_cast<uint32_t>(crc32_combine(ca, cb, static_cast<z_off_t>(b))));
+    }
+    /* Huge lengths: only against zlib's own combine. */
+    EXPECT_EQ(crc32_ieee_combine(0x12345678u, 0x9abcdef0u, 1ull << 33),
+              static_cast<uint32_t>(crc32_combine(0x12345678u, 0x9abcdef0u, static_cast<z_off_t>(1ull << 33))));
+}
+
+/* The compile-time constants against an independent route: x^(8k) mod P in
+ * reflected form is the register after feeding k zero bytes to the register
+ * holding the polynomial "1" (bit 31), computed by the (zlib-checked) table
+ * engine. */
+uint32_t xpow8k_reflected(unsigned k)
+{
+    static const std::vector<uint8_t> zeros(4096, 0);
+    return crc32_update_scalar(0x80000000u, zeros.data(), k);
+}
+
+TEST(crc32_constants, fold_table_matches_zero_byte_crc)
+{
+    using namespace crc32_detail;
+    for (unsigned d = 1; d <= fold_max_dist; d++) {
+        const fold_pair &k = fold_table[fold_index(d)];
+        /* lo = rev33(x^(128d+32) mod P) = rev32(...) << 1. */
+        EXPECT_EQ(k.lo, uint64_t(xpow8k_reflected(16 * d + 4)) << 1) << "d=" << d;
+        EXPECT_EQ(k.hi, uint64_t(xpow8k_reflected(16 * d - 4)) << 1) << "d=" << d;
+    }
+    EXPECT_EQ(k_x128, uint64_t(xpow8k_reflected(16)) << 1);
+    EXPECT_EQ(k_x96, uint64_t(xpow8k_reflected(12)) << 1);
+    EXPECT_EQ(k_x64, uint64_t(xpow8k_reflected(8)) << 1);
+    /* rev33(P) is the reflected polynomial with its x^32 term as bit 0. */
+    EXPECT_EQ(k_poly, (uint64_t(0xEDB88320u) << 1) | 1u);
+    /* rev33(floor(x^64/P)): the well-known reflected Barrett constant. */
+    EXPECT_EQ(k_mu, 0x1F7011641ull);
+}
+
+TEST(crc32_dispatch, names_and_support)
+{
+    EXPECT_STREQ(crc32_path_name(crc32_path::scalar), "scalar");
+    EXPECT_STREQ(crc32_path_name(crc32_path::clmul), "pclmulqdq");
+    EXPECT_STREQ(crc32_path_name(crc32_path::vclmul), "vpclmulqdq-avx2");
+    EXPECT_TRUE(crc32_path_supported(crc32_path::scalar));
+    EXPECT_TRUE(crc32_path_supported(crc32_best_path()));
+    /* vclmul implies clmul. */
+    if (crc32_path_supported(crc32_path::vclmul)) {
+        EXPECT_TRUE(crc32_path_supported(crc32_path::clmul));
+    }
+}
+
+TEST(crc32_dispatch, set_path_switches_engine)
+{
+    const crc32_path saved = crc32_active_path();
+    const char *s = "123456789";
+    for (crc32_path p : all_paths) {
+        if (!crc32_path_supported(p)) {
+            EXPECT_FALSE(crc32_set_path(p));
+            continue;
+        }
+        ASSERT_TRUE(crc32_set_path(p));
+        EXPECT_EQ(crc32_active_path(), p);
+        EXPECT_EQ(crc32_ieee(0, s, 9), 0xcbf43926u);
+    }
+    EXPECT_TRUE(crc32_set_path(saved));
+}
+
+/* Run by meson a second time per path with UROCE_CRC32_PATH set: the
+ * constructor must have honoured it (or fallen back to the best path if the
+ * CPU lacks it). Without the variable, the best path must be active. */
+TEST(crc32_dispatch, env_override_honoured)
+{
+    const char *env = std::getenv("UROCE_CRC32_PATH");
+    if (!env || !*env) {
+        EXPECT_EQ(crc32_active_path(), crc32_best_path());
+        return;
+    }
+    bool matched = false;
+    for (crc32_path p : all_paths) {
+        if (std::strcmp(env, crc32_path_name(p)) != 0)
+            continue;
+        matched = true;
+        if (crc32_path_supported(p)) {
+            EXPECT_EQ(crc32_active_path(), p) << env;
+        } else {
+            EXPECT_EQ(crc32_active_path(), crc32_best_path()) << env;
+        }
+    }
+    EXPECT_TRUE(matched) << "unknown UROCE_CRC32_PATH " << env;
+    const char *s = "123456789";
+    EXPECT_EQ(crc32_ieee(0, s, 9), 0xcbf43926u);
+}
+
+} // namespace
+} // namespace uroce
