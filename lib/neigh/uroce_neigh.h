@@ -1,0 +1,424 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Neighbour subsystem: local address / GID table, ARP + IPv6 ND neighbour
+ * cache, and the responder for ARP, ICMP echo, ICMPv6 echo and NS/NA.
+ *
+ * Driver-independent: it works on rte_mbufs handed in by the poll-mode engine
+ * and hands back frames to transmit. Single-threaded by design (one instance
+ * per lcore/port, run to completion): no locks, and no heap allocation after
+ * construction; mbufs for requests come from the configured mempool.
+ *
+ * How the engine drives it (see doc/neigh.md):
+ *   - process_burst(): every ARP / IPv4-ICMP / IPv6-ICMPv6 frame received;
+ *     replies come back in tx_out, everything else is freed and counted.
+ *   - resolve(next_hop): MAC for an address handle; nullopt while the request
+ *     is in flight (the answer arrives through a later resolve() or the
+ *     event callback).
+ *   - poll(now): on every loop iteration; sends queued requests, retransmits,
+ *     ages entries. Cheap when nothing is due (one comparison).
+ */
+#ifndef UROCE_NEIGH_H
+#define UROCE_NEIGH_H
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string_view>
+
+#include "uroce_gid.h"
+#include "uroce_neigh_hdr.h"
+
+struct rte_mbuf;
+struct rte_mempool;
+
+namespace uroce {
+
+/* ================================================================ local addresses */
+
+struct local_ipv4 {
+    uint32_t addr = 0; /* host order */
+    uint8_t prefix_len = 32;
+};
+struct local_ipv6 {
+    gid addr;
+    uint8_t prefix_len = 128;
+};
+
+/* The interface's own addresses and the RoCE GID table derived from them.
+ *
+ * GID table, laid out like rxe/mlx5 for a RoCEv2-only port (one entry per
+ * address instead of a v1/v2 pair):
+ *   index 0      fe80::/64 link-local, modified EUI-64 of the MAC (RFC 4862 5.3)
+ *   index 1..    ::ffff:a.b.c.d for each IPv4 address, in the order added
+ *   then         each further IPv6 address, in the order added
+ */
+class local_addr_table {
+public:
+    static constexpr size_t max_ipv4 = 16;
+    static constexpr size_t max_ipv6 = 16;
+    static constexpr size_t max_gids = 1 + max_ipv4 + max_ipv6;
+
+    /* Also (re)derives the link-local address and the GID table. */
+    void set_mac(const mac_addr &m);
+    const mac_addr &mac() const { return mac_; }
+
+    /* Add an address; an IPv4-mapped gid adds an IPv4 address. prefix_len
+     * is the on-link prefix in the family's own bits (0..32 for IPv4,
+     * 0..128 for IPv6), used for source selection. Returns false when the
+     * table is full, the address is not a host unicast address (zero,
+     * multicast, broadcast, loopback; IPv6 link-local: it is derived from
+     * the MAC) or a duplicate. */
+    bool add(const gid &addr, uint8_t prefix_len);
+    bool add_ipv4(uint32_t addr_host, uint8_t prefix_len = 32) {
+        return add(gid::from_ipv4(addr_host), prefix_len);
+    }
+    /* Command-line form: "10.99.0.2/24", "10.99.0.2", "fd00:99::2/64".
+     * IPv4 prefixes count IPv4 bits (/24), as users write them. */
+    bool add(std::string_view text);
+    bool remove(const gid &addr);
+
+    bool is_local_ipv4(uint32_t addr_host) const;
+    /* Unicast addresses incl. the link-local one. */
+    bool is_local_ipv6(const uint8_t *addr16) const;
+    /* ff02::1:ffXX:XXXX of one of our IPv6 addresses (RFC 4861 7.2.1: the
+     * groups a node joins so that NS reaches it). */
+    bool is_our_solicited_node(const uint8_t *addr16) const;
+    bool is_local(const gid &g) const {
+        return g.is_ipv4_mapped() ? is_local_ipv4(g.ipv4()) : is_local_ipv6(g.raw.data());
+    }
+
+    /* Source address selection (RFC 1122 3.3.4.3 for IPv4, RFC 4861 7.2.2 /
+     * RFC 6724 rule 2 in spirit for IPv6): an address on the destination's
+     * prefix, else the first one; link-local destinations use link-local. */
+    std::optional<uint32_t> ipv4_source_for(uint32_t dst_host) const;
+    gid ipv6_source_for(const uint8_t *dst16) const;
+
+    size_t num_ipv4() const { return n_ipv4_; }
+    size_t num_ipv6() const { return n_ipv6_; }
+    const local_ipv4 &ipv4_at(size_t i) const { return ipv4_[i]; }
+    const local_ipv6 &ipv6_at(size_t i) const { return ipv6_[i]; }
+    const gid &link_local() const { return link_local_; }
+
+    size_t gid_count() const { return n_gids_; }
+    std::optional<gid> gid_at(size_t index) const {
+        if (index >= n_gids_) return std::nullopt;
+        return gids_[index];
+    }
+    /* Index of g in the GID table, or -1. */
+    int gid_index(const gid &g) const;
+
+private:
+    void rebuild_gids();
+
+    mac_addr mac_;
+    gid link_local_;
+    std::array<local_ipv4, max_ipv4> ipv4_{};
+    std::array<local_ipv6, max_ipv6> ipv6_{};
+    size_t n_ipv4_ = 0, n_ipv6_ = 0;
+    std::array<gid, max_gids> gids_{};
+    size_t n_gids_ = 0;
+};
+
+/* ================================================================ counters */
+
+/* Every event and every drop has a counter; names are exported for
+ * telemetry/uroce-stat through neigh_counter_names(). */
+#define UROCE_NEIGH_COUNTERS(X)                                                                    \
+    X(rx_frames)            /* frames handed to process_burst */                                   \
+    X(rx_arp)                                                                                      \
+    X(rx_icmp)                                                                                     \
+    X(rx_icmpv6)                                                                                   \
+    X(arp_rx_request)                                                                              \
+    X(arp_rx_reply)                                                                                \
+    X(arp_rx_gratuitous)    /* sender IP == target IP (RFC 5227 announcement) */                   \
+    X(arp_rx_probe)         /* sender IP 0.0.0.0 (RFC 5227 probe) */                               \
+    X(arp_tx_reply)                                                                                \
+    X(arp_tx_request)                                                                              \
+    X(icmp_rx_echo_request)                                                                        \
+    X(icmp_tx_echo_reply)                                                                          \
+    X(icmpv6_rx_echo_request)                                                                      \
+    X(icmpv6_tx_echo_reply)                                                                        \
+    X(nd_rx_ns)                                                                                    \
+    X(nd_rx_ns_dad)         /* NS from :: (RFC 4862 5.4.3) */                                      \
+    X(nd_rx_na)                                                                                    \
+    X(nd_rx_na_ignored)     /* NA for an address not in the cache (RFC 4861 7.2.5) */             \
+    X(nd_tx_na)                                                                                    \
+    X(nd_tx_ns)                                                                                    \
+    X(address_conflicts)    /* someone else claims one of our addresses */                         \
+    X(resolve_calls)                                                                               \
+    X(cache_hits)           /* resolve() answered from the cache */                                \
+    X(cache_misses)         /* resolve() created an entry and started resolution */               \
+    X(resolve_pending)      /* resolve() on an entry still INCOMPLETE */                           \
+    X(resolve_failed)       /* resolve() on a FAILED entry (hold-down) */                          \
+    X(resolve_invalid)      /* unspecified / unsupported next hop */                               \
+    X(resolutions)          /* INCOMPLETE -> has a MAC */                                          \
+    X(resolution_timeouts)  /* INCOMPLETE -> FAILED after max_multicast_solicit */                 \
+    X(reachable_timeouts)   /* REACHABLE -> STALE */                                               \
+    X(stale_gc)             /* unused STALE entries deleted */                                     \
+    X(probe_failures)       /* PROBE unanswered: entry deleted */                                  \
+    X(confirmations)        /* confirm() from the transport */                                     \
+    X(learned_new)          /* entries created from received frames */                             \
+    X(learned_changed)      /* cached MAC replaced */                                              \
+    X(cache_full)           /* no entry free (learning skipped / resolve refused) */               \
+    X(evictions)                                                                                   \
+    X(entries)              /* gauge: entries in use */                                            \
+    X(held_frames)          /* frames parked on an INCOMPLETE entry */                             \
+    X(held_sent)            /* parked frames sent after resolution */                              \
+    X(held_dropped)         /* parked frames freed: replaced, failed, no room */                   \
+    X(no_source_address)    /* request needed but no local address of that family */            \
+    X(tx_alloc_fail)        /* mempool empty when building a request */                            \
+    X(tx_deferred)          /* poll()'s tx_out full; request sent on a later poll */               \
+    X(timer_scans)
+
+/* Why a frame was dropped. */
+#define UROCE_NEIGH_DROPS(X)                                                                       \
+    X(truncated)             /* shorter than its headers / lengths claim */                        \
+    X(headers_split)         /* headers not contiguous in the first mbuf segment */                \
+    X(unsupported_ethertype) /* not ARP/IPv4/IPv6, or stacked VLANs */                             \
+    X(not_for_us)            /* destination MAC/IP/target is not ours */                           \
+    X(bad_arp)               /* not Ethernet/IPv4 ARP, or unknown opcode */                        \
+    X(bad_source)            /* multicast/zero/own source MAC or IP */                             \
+    X(bad_ip_header)         /* version, IHL, lengths */                                           \
+    X(bad_ip_checksum)                                                                             \
+    X(bad_icmp_checksum)     /* ICMP, or ICMPv6 incl. pseudo-header */                             \
+    X(ip_fragment)           /* no reassembly: ping -s > MTU is not answered */                    \
+    X(unsupported_type)      /* ICMP/ICMPv6 types we do not answer (RA, MLD, echo reply...) */    \
+    X(unsupported_ext_hdr)   /* IPv6 extension headers before ICMPv6 */                            \
+    X(bad_nd)                /* RFC 4861 7.1 validation: code, options, target, S flag */         \
+    X(bad_hop_limit)         /* ND with hop limit != 255 (RFC 4861 7.1.1) */                       \
+    X(address_conflict)      /* frame claims one of our addresses */                               \
+    X(no_room)               /* reply does not fit the mbuf */
+
+struct neigh_counters {
+#define UROCE_X(name) uint64_t name = 0;
+    UROCE_NEIGH_COUNTERS(UROCE_X)
+#undef UROCE_X
+};
+
+enum class neigh_drop : uint8_t {
+#define UROCE_X(name) name,
+    UROCE_NEIGH_DROPS(UROCE_X)
+#undef UROCE_X
+        count
+};
+const char *neigh_drop_name(neigh_drop d);
+/* Counter names in declaration order of neigh_counters (for dumps/telemetry). */
+const char *const *neigh_counter_names(size_t &n);
+
+/* ================================================================ cache */
+
+/* RFC 4861 7.3.2 states, plus PERMANENT (static entries) and FAILED
+ * (hold-down after an unanswered resolution, so a caller polling resolve()
+ * in a loop does not turn into a broadcast storm; Linux has NUD_FAILED too). */
+enum class neigh_state : uint8_t { none, incomplete, reachable, stale, delay, probe, failed, permanent };
+const char *neigh_state_name(neigh_state s);
+
+enum class neigh_event : uint8_t {
+    resolved, /* INCOMPLETE entry got a MAC */
+    changed,  /* a known neighbour's MAC changed */
+    failed,   /* resolution timed out, or PROBE went unanswered (entry removed) */
+};
+/* mac is null for failed. Called from process_burst()/poll() on the engine's lcore. */
+using neigh_event_cb = void (*)(void *ctx, neigh_event ev, const gid &ip, const mac_addr *mac);
+
+struct neigh_config {
+    /* Neighbour cache capacity (IPv4 and IPv6 together); preallocated. */
+    uint32_t max_entries = 1024;
+
+    /* Timers, in ns of the clock the engine passes to poll(). Defaults are
+     * the RFC 4861 section 10 constants (also Linux's neigh defaults). */
+    uint64_t reachable_time_ns = 30'000'000'000ull;    /* REACHABLE_TIME */
+    bool randomize_reachable = true;                    /* x[0.5, 1.5), RFC 4861 6.3.2 */
+    uint64_t retrans_time_ns = 1'000'000'000ull;       /* RETRANS_TIMER */
+    uint64_t delay_first_probe_ns = 5'000'000'000ull;  /* DELAY_FIRST_PROBE_TIME */
+    uint8_t max_multicast_solicit = 3;                  /* MAX_MULTICAST_SOLICIT */
+    uint8_t max_unicast_solicit = 3;                    /* MAX_UNICAST_SOLICIT */
+    uint64_t stale_gc_ns = 60'000'000'000ull;          /* unused STALE kept this long (Linux gc_stale_time) */
+    uint64_t failed_hold_ns = 1'000'000'000ull;        /* FAILED hold-down before a new attempt */
+    uint64_t timer_granularity_ns = 10'000'000ull;     /* at most one full table scan per this */
+
+    /* RFC 826 only adds entries for frames addressed to us; Linux's
+     * arp_accept=1 also creates entries from gratuitous ARP. */
+    bool arp_accept = false;
+    /* RFC 1122 3.2.2.6: a host MAY ignore echo requests to broadcast/multicast.
+     * IPv4: ignored. IPv6: RFC 4443 4.2 says SHOULD answer; on by default. */
+    bool icmpv6_multicast_echo = true;
+    /* TTL / hop limit of echo replies (RFC 1700 / RFC 4861 CurHopLimit default 64). */
+    uint8_t ttl = 64;
+    /* 802.1Q tag for frames we originate (requests); replies keep the request's tag. */
+    std::optional<uint16_t> vlan_tci;
+
+    /* Mempool for requests (ARP request, NS). Without it resolution only
+     * learns passively (requests are counted as tx_alloc_fail). */
+    rte_mempool *pool = nullptr;
+    neigh_event_cb event_cb = nullptr;
+    void *event_ctx = nullptr;
+    /* Seed for reachable-time randomization (tests use a fixed one). */
+    uint64_t seed = 0x9e3779b97f4a7c15ull;
+};
+
+/* A read-only view of one cache entry. */
+struct neigh_entry_view {
+    gid ip;
+    mac_addr mac;
+    neigh_state state;
+    uint8_t probes;
+    uint64_t deadline_ns; /* next timer; 0 for PERMANENT */
+    uint64_t updated_ns;  /* last confirmation / learning */
+};
+
+class neigh {
+public:
+    neigh(const neigh_config &cfg, const local_addr_table &addrs);
+    ~neigh();
+    neigh(const neigh &) = delete;
+    neigh &operator=(const neigh &) = delete;
+
+    /* The address table may be changed between bursts (not during). */
+    local_addr_table &addrs() { return addrs_; }
+    const local_addr_table &addrs() const { return addrs_; }
+    const neigh_config &config() const { return cfg_; }
+
+    /* ---- receive path */
+
+    /* Handle n received ARP / IPv4-ICMP / IPv6-ICMPv6 frames (others are
+     * counted as unsupported and freed). Every input mbuf is consumed:
+     * either turned into a reply in place and appended to tx_out[n_tx++], or
+     * freed. tx_out must have room for n more. Uses the time of the last
+     * poll() for cache timestamps. */
+    void process_burst(rte_mbuf **in, uint16_t n, rte_mbuf **tx_out, uint16_t &n_tx);
+
+    /* ---- resolution */
+
+    /* MAC of a next hop (IPv4-mapped gid: ARP, else ND). Known (REACHABLE,
+     * STALE, DELAY, PROBE, PERMANENT): returned, a STALE one is re-verified
+     * in the background (RFC 4861 7.3.3). Unknown: an INCOMPLETE entry is
+     * created and the request goes out on the next poll(); nullopt until the
+     * answer arrives. Multicast/broadcast map to their group MAC and our own
+     * addresses to our MAC, without a cache entry. */
+    std::optional<mac_addr> resolve(const gid &next_hop);
+    std::optional<mac_addr> resolve_ipv4(uint32_t addr_host) { return resolve(gid::from_ipv4(addr_host)); }
+
+    /* resolve(), and if unresolved park frame m (whose Ethernet destination
+     * is filled in on resolution) on the entry: RFC 1122 2.3.2.2 asks to
+     * keep at least the latest packet. One frame per entry; an older one is
+     * freed. Returns true when m was appended to tx_out (resolved now),
+     * false when parked or dropped (then counted). Parked frames are sent
+     * from poll(). */
+    bool send_or_hold(rte_mbuf *m, const gid &next_hop, rte_mbuf **tx_out, uint16_t &n_tx);
+
+    /* Upper-layer reachability confirmation (RFC 4861 7.3.1): the transport
+     * got an ACK from this peer, so the entry is REACHABLE without probing. */
+    void confirm(const gid &ip);
+
+    /* Static entry (never expires, never overwritten by learning). */
+    bool add_static(const gid &ip, const mac_addr &mac);
+    bool remove(const gid &ip);
+    void flush(); /* all dynamic entries */
+
+    std::optional<neigh_entry_view> lookup(const gid &ip) const;
+    size_t size() const { return n_entries_; }
+    template <typename Fn> void for_each(Fn &&fn) const {
+        for (uint32_t i = 0; i < cfg_.max_entries; i++)
+            if (entries_[i].state != neigh_state::none) fn(view(entries_[i]));
+    }
+    void dump(FILE *f) const; /* like `ip neigh` */
+
+    /* ---- timers */
+
+    /* Advance time (monotonic ns), send pending requests and parked frames,
+     * retransmit, expire. Appends at most tx_cap - n_tx frames to tx_out. */
+    void poll(uint64_t now_ns, rte_mbuf **tx_out, uint16_t &n_tx, uint16_t tx_cap);
+    uint64_t now() const { return now_; }
+
+    const neigh_counters &counters() const { return ctr_; }
+    uint64_t drops(neigh_drop d) const { return drops_[size_t(d)]; }
+    uint64_t drops_total() const;
+    void dump_counters(FILE *f) const; /* non-zero counters and drops */
+
+    /* One's-complement checksum helpers (exposed for tests and the engine).
+     * Sum (not complemented, folded to 16 bits) of len bytes from offset off
+     * of an mbuf chain; odd-length segments handled (RFC 1071 2(B)). */
+    static uint16_t mbuf_sum(const rte_mbuf *m, uint32_t off, uint32_t len);
+    /* ICMPv6 pseudo-header sum (RFC 8200 8.1 / RFC 4443 2.3), unfolded. */
+    static uint32_t ipv6_pseudo_sum(const uint8_t *src16, const uint8_t *dst16, uint32_t len,
+                                    uint8_t next_header);
+
+private:
+    struct entry {
+        gid ip;
+        mac_addr mac;
+        neigh_state state = neigh_state::none;
+        uint8_t probes = 0;    /* solicitations sent in this state */
+        bool queued = false;   /* on the urgent list */
+        uint32_t next = 0;     /* hash chain / free list */
+        uint64_t deadline = 0; /* state timer */
+        uint64_t updated = 0;  /* last confirmation / learning */
+        rte_mbuf *held = nullptr;
+    };
+    static constexpr uint32_t nil = UINT32_MAX;
+    static constexpr uint32_t urgent_cap = 64;
+
+    static neigh_entry_view view(const entry &e) {
+        return {e.ip, e.mac, e.state, e.probes, e.deadline, e.updated};
+    }
+
+    /* cache */
+    uint32_t bucket_of(const gid &ip) const;
+    entry *find(const gid &ip);
+    const entry *find(const gid &ip) const;
+    entry *create(const gid &ip, bool may_evict);
+    void destroy(entry *e);
+    void arm(entry *e, uint64_t deadline);
+    void set_state(entry *e, neigh_state s);
+    uint64_t reachable_deadline();
+    /* Record a MAC learned from the wire; fires events. */
+    void set_mac(entry *e, const mac_addr &mac, neigh_state s);
+    void fire(neigh_event ev, const entry *e);
+    void learn_new(const gid &ip, const mac_addr &mac, neigh_state s);
+    void fail(entry *e);
+    void drop_held(entry *e);
+
+    /* rx */
+    enum class verdict : uint8_t { reply, consumed, drop };
+    verdict handle_arp(rte_mbuf *m, uint8_t *l2, size_t l2_len);
+    verdict handle_ipv4(rte_mbuf *m, size_t l2_len);
+    verdict handle_ipv6(rte_mbuf *m, size_t l2_len);
+    verdict handle_ns(rte_mbuf *m, size_t l2_len, uint32_t icmp_len);
+    verdict handle_na(rte_mbuf *m, size_t l2_len, uint32_t icmp_len);
+    verdict drop(neigh_drop d) {
+        drops_[size_t(d)]++;
+        drop_reason_ = d;
+        return verdict::drop;
+    }
+
+    /* tx */
+    rte_mbuf *build_request(entry *e, bool unicast);
+    void emit_due(entry *e, rte_mbuf **tx_out, uint16_t &n_tx, uint16_t tx_cap);
+    void scan(rte_mbuf **tx_out, uint16_t &n_tx, uint16_t tx_cap);
+
+    neigh_config cfg_;
+    local_addr_table addrs_;
+    std::unique_ptr<entry[]> entries_;
+    std::unique_ptr<uint32_t[]> buckets_;
+    uint32_t bucket_mask_ = 0;
+    uint32_t free_head_ = nil;
+    uint32_t n_entries_ = 0;
+    std::array<uint32_t, urgent_cap> urgent_{};
+    uint32_t n_urgent_ = 0;
+    bool held_pending_ = false; /* some resolved entry has a parked frame */
+    uint64_t now_ = 0;
+    uint64_t next_scan_ = UINT64_MAX; /* earliest deadline (lower bound) */
+    uint64_t scan_not_before_ = 0; /* timer_granularity_ns rate limit */
+    uint64_t rng_;
+    uint16_t ip_id_ = 0;
+    neigh_drop drop_reason_ = neigh_drop::count;
+    neigh_counters ctr_;
+    std::array<uint64_t, size_t(neigh_drop::count)> drops_{};
+};
+
+} // namespace uroce
+
+#endif

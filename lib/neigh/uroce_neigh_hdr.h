@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Neighbour-protocol wire headers: ARP, ICMP echo, ICMPv6 (echo, Neighbor
+ * Solicitation/Advertisement) and ND options, plus the MAC address type.
+ *
+ * Same conventions as uroce_hdr.h: byte arrays only (alignof == 1, sizeof ==
+ * wire size), so a header can be overlaid at any offset of a frame, and every
+ * multi-byte field is read and written through accessors named by byte order.
+ * References: RFC 826 (ARP), RFC 792 (ICMP), RFC 4443 (ICMPv6), RFC 4861
+ * (Neighbor Discovery), RFC 2464 (IPv6 over Ethernet: multicast MAC mapping,
+ * EUI-64 interface ids), RFC 4291 (address architecture).
+ */
+#ifndef UROCE_NEIGH_HDR_H
+#define UROCE_NEIGH_HDR_H
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "uroce_byteorder.h"
+#include "uroce_gid.h"
+#include "uroce_hdr.h"
+
+namespace uroce {
+
+/* ---------------------------------------------------------------- MAC address */
+
+struct mac_addr {
+    std::array<uint8_t, 6> b{};
+
+    static mac_addr from_bytes(const uint8_t *p) {
+        mac_addr m;
+        std::memcpy(m.b.data(), p, 6);
+        return m;
+    }
+    static constexpr mac_addr broadcast() { return mac_addr{{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}; }
+    void copy_to(uint8_t *p) const { std::memcpy(p, b.data(), 6); }
+    /* The I/G bit (IEEE 802, bit 0 of the first octet) marks group addresses;
+     * broadcast is a group address too. */
+    bool is_multicast() const { return b[0] & 1; }
+    bool is_zero() const { return (b[0] | b[1] | b[2] | b[3] | b[4] | b[5]) == 0; }
+    /* Unicast and not all-zero: the only kind a neighbour may claim as its own. */
+    bool is_valid_unicast() const { return !is_multicast() && !is_zero(); }
+
+    /* "02:00:00:00:00:01" */
+    std::string to_string() const;
+    /* Accepts six ':' or '-' separated hex octets. */
+    static std::optional<mac_addr> parse(std::string_view text);
+
+    friend bool operator==(const mac_addr &, const mac_addr &) = default;
+};
+static_assert(sizeof(mac_addr) == 6);
+
+/* RFC 1112 section 6.4: IPv4 multicast group -> 01:00:5e + low 23 bits. */
+static inline mac_addr ipv4_multicast_mac(uint32_t group_host) {
+    return mac_addr{{0x01, 0x00, 0x5e, uint8_t((group_host >> 16) & 0x7f), uint8_t(group_host >> 8),
+                     uint8_t(group_host)}};
+}
+/* RFC 2464 section 7: IPv6 multicast -> 33:33 + the last four octets. */
+static inline mac_addr ipv6_multicast_mac(const uint8_t *addr16) {
+    return mac_addr{{0x33, 0x33, addr16[12], addr16[13], addr16[14], addr16[15]}};
+}
+
+/* ---------------------------------------------------------------- IPv6 address helpers */
+
+static inline bool ipv6_is_multicast(const uint8_t *a) {
+    return a[0] == 0xff; /* RFC 4291 2.7 */
+}
+static inline bool ipv6_is_unspecified(const uint8_t *a) {
+    for (int i = 0; i < 16; i++)
+        if (a[i]) return false;
+    return true;
+}
+static inline bool ipv6_is_link_local(const uint8_t *a) {
+    return a[0] == 0xfe && (a[1] & 0xc0) == 0x80; /* fe80::/10, RFC 4291 2.5.6 */
+}
+/* RFC 4291 2.7.1: solicited-node multicast ff02::1:ffXX:XXXX from the low 24 bits. */
+static inline gid ipv6_solicited_node(const uint8_t *addr16) {
+    gid g;
+    g.raw = {0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, addr16[13], addr16[14], addr16[15]};
+    return g;
+}
+static inline bool ipv6_is_solicited_node(const uint8_t *a) {
+    static constexpr uint8_t prefix[13] = {0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff};
+    return std::memcmp(a, prefix, sizeof(prefix)) == 0;
+}
+/* ff02::1, all nodes on the link (RFC 4291 2.7.1). */
+static inline gid ipv6_all_nodes() {
+    gid g;
+    g.raw = {0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+    return g;
+}
+/* RFC 4291 appendix A / RFC 2464 section 4: modified EUI-64 interface id from
+ * a 48-bit MAC (ff:fe inserted in the middle, universal/local bit inverted),
+ * and the link-local address fe80::/64 + that id (RFC 4862 5.3). */
+static inline gid ipv6_link_local_from_mac(const mac_addr &m) {
+    gid g;
+    g.raw = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, uint8_t(m.b[0] ^ 0x02), m.b[1], m.b[2], 0xff, 0xfe,
+             m.b[3], m.b[4], m.b[5]};
+    return g;
+}
+
+/* ---------------------------------------------------------------- ARP (RFC 826) */
+
+inline constexpr uint16_t arp_hrd_ethernet = 1;
+inline constexpr uint16_t arp_op_request = 1;
+inline constexpr uint16_t arp_op_reply = 2;
+
+/* ARP for Ethernet/IPv4 only: hlen 6, plen 4, hence fixed 28 bytes. */
+struct arp_hdr {
+    uint8_t hrd_be[2]; /* hardware type: 1 = Ethernet */
+    uint8_t pro_be[2]; /* protocol type: 0x0800 */
+    uint8_t hln;       /* 6 */
+    uint8_t pln;       /* 4 */
+    uint8_t op_be[2];
+    uint8_t sha[6]; /* sender hardware address */
+    uint8_t spa[4]; /* sender protocol address */
+    uint8_t tha[6]; /* target hardware address */
+    uint8_t tpa[4]; /* target protocol address */
+
+    uint16_t hrd() const { return load_be16(hrd_be); }
+    uint16_t pro() const { return load_be16(pro_be); }
+    uint16_t op() const { return load_be16(op_be); }
+    uint32_t sender_ip() const { return load_be32(spa); } /* host order */
+    uint32_t target_ip() const { return load_be32(tpa); }
+    bool is_ether_ipv4() const {
+        return hrd() == arp_hrd_ethernet && pro() == ether_type_ipv4 && hln == 6 && pln == 4;
+    }
+
+    void set_hrd(uint16_t v) { store_be16(hrd_be, v); }
+    void set_pro(uint16_t v) { store_be16(pro_be, v); }
+    void set_op(uint16_t v) { store_be16(op_be, v); }
+    void set_sender_ip(uint32_t v) { store_be32(spa, v); }
+    void set_target_ip(uint32_t v) { store_be32(tpa, v); }
+};
+
+/* ---------------------------------------------------------------- ICMP (RFC 792) */
+
+inline constexpr uint8_t ip_proto_icmp = 1;
+inline constexpr uint8_t icmp_type_echo_reply = 0;
+inline constexpr uint8_t icmp_type_dest_unreach = 3;
+inline constexpr uint8_t icmp_type_echo_request = 8;
+inline constexpr uint8_t icmp_type_time_exceeded = 11;
+
+/* ICMP header with the echo request/reply layout of the second word (RFC 792
+ * p.14: identifier, sequence number); other types keep rest[] opaque. */
+struct icmp_hdr {
+    uint8_t type;
+    uint8_t code;
+    uint8_t checksum_be[2];
+    uint8_t id_be[2];
+    uint8_t seq_be[2];
+
+    uint16_t checksum() const { return load_be16(checksum_be); }
+    uint16_t id() const { return load_be16(id_be); }
+    uint16_t seq() const { return load_be16(seq_be); }
+    void set_checksum(uint16_t v) { store_be16(checksum_be, v); }
+    void set_id(uint16_t v) { store_be16(id_be, v); }
+    void set_seq(uint16_t v) { store_be16(seq_be, v); }
+};
+
+/* ---------------------------------------------------------------- ICMPv6 (RFC 4443, RFC 4861) */
+
+inline constexpr uint8_t ip_proto_icmpv6 = 58;
+inline constexpr uint8_t icmpv6_type_dest_unreach = 1;
+inline constexpr uint8_t icmpv6_type_echo_request = 128;
+inline constexpr uint8_t icmpv6_type_echo_reply = 129;
+inline constexpr uint8_t icmpv6_type_mld_query = 130;
+inline constexpr uint8_t icmpv6_type_router_solicit = 133;
+inline constexpr uint8_t icmpv6_type_router_advert = 134;
+inline constexpr uint8_t icmpv6_type_neighbor_solicit = 135;
+inline constexpr uint8_t icmpv6_type_neighbor_advert = 136;
+inline constexpr uint8_t icmpv6_type_redirect = 137;
+inline constexpr uint8_t icmpv6_type_mldv2_report = 143;
+/* RFC 4861 6.1.2 / 7.1: ND messages must arrive with hop limit 255, proving
+ * they were not forwarded by a router. */
+inline constexpr uint8_t nd_hop_limit = 255;
+
+/* The common 4-byte ICMPv6 header (RFC 4443 2.1). */
+struct icmpv6_hdr {
+    uint8_t type;
+    uint8_t code;
+    uint8_t checksum_be[2];
+
+    uint16_t checksum() const { return load_be16(checksum_be); }
+    void set_checksum(uint16_t v) { store_be16(checksum_be, v); }
+};
+
+/* Echo Request/Reply (RFC 4443 4.1, 4.2). */
+struct icmpv6_echo {
+    icmpv6_hdr h;
+    uint8_t id_be[2];
+    uint8_t seq_be[2];
+
+    uint16_t id() const { return load_be16(id_be); }
+    uint16_t seq() const { return load_be16(seq_be); }
+    void set_id(uint16_t v) { store_be16(id_be, v); }
+    void set_seq(uint16_t v) { store_be16(seq_be, v); }
+};
+
+/* Neighbor Solicitation (RFC 4861 4.3). Options follow. */
+struct nd_ns {
+    icmpv6_hdr h;
+    uint8_t reserved[4];
+    uint8_t target[16];
+};
+
+/* Neighbor Advertisement (RFC 4861 4.4). Options follow. */
+struct nd_na {
+    icmpv6_hdr h;
+    uint8_t flags_be[4]; /* R (31) | S (30) | O (29) | reserved */
+    uint8_t target[16];
+
+    static constexpr uint32_t flag_router = 0x80000000u;
+    static constexpr uint32_t flag_solicited = 0x40000000u;
+    static constexpr uint32_t flag_override = 0x20000000u;
+
+    uint32_t flags() const { return load_be32(flags_be); }
+    bool router() const { return flags() & flag_router; }
+    bool solicited() const { return flags() & flag_solicited; }
+    bool override_flag() const { return flags() & flag_override; }
+    void set_flags(bool r, bool s, bool o) {
+        store_be32(flags_be, (r ? flag_router : 0) | (s ? flag_solicited : 0) |
+                                 (o ? flag_override : 0));
+    }
+};
+
+/* ND option TLV header (RFC 4861 4.6): length in units of 8 octets, 0 invalid. */
+inline constexpr uint8_t nd_opt_source_lladdr = 1;
+inline constexpr uint8_t nd_opt_target_lladdr = 2;
+inline constexpr uint8_t nd_opt_nonce = 14; /* RFC 7527 enhanced DAD (Linux sends it) */
+
+struct nd_opt_hdr {
+    uint8_t type;
+    uint8_t len; /* units of 8 octets */
+    size_t length_bytes() const { return size_t(len) * 8; }
+};
+
+/* Source/Target Link-Layer Address option for Ethernet (RFC 4861 4.6.1, RFC 2464 8). */
+struct nd_opt_lladdr {
+    uint8_t type;
+    uint8_t len; /* 1 */
+    uint8_t addr[6];
+};
+
+/* ---------------------------------------------------------------- sizes and layout checks */
+
+#define UROCE_CHECK_NEIGH_HDR(type, size)                                                          \
+    static_assert(sizeof(type) == (size), #type " has the wrong wire size");                       \
+    static_assert(alignof(type) == 1, #type " must be overlayable at any offset")
+
+UROCE_CHECK_NEIGH_HDR(arp_hdr, 28);
+UROCE_CHECK_NEIGH_HDR(icmp_hdr, 8);
+UROCE_CHECK_NEIGH_HDR(icmpv6_hdr, 4);
+UROCE_CHECK_NEIGH_HDR(icmpv6_echo, 8);
+UROCE_CHECK_NEIGH_HDR(nd_ns, 24);
+UROCE_CHECK_NEIGH_HDR(nd_na, 24);
+UROCE_CHECK_NEIGH_HDR(nd_opt_hdr, 2);
+UROCE_CHECK_NEIGH_HDR(nd_opt_lladdr, 8);
+#undef UROCE_CHECK_NEIGH_HDR
+
+static_assert(offsetof(arp_hdr, op_be) == 6 && offsetof(arp_hdr, sha) == 8 &&
+              offsetof(arp_hdr, spa) == 14 && offsetof(arp_hdr, tha) == 18 &&
+              offsetof(arp_hdr, tpa) == 24);
+static_assert(offsetof(icmp_hdr, checksum_be) == 2 && offsetof(icmp_hdr, id_be) == 4 &&
+              offsetof(icmp_hdr, seq_be) == 6);
+static_assert(offsetof(icmpv6_echo, id_be) == 4 && offsetof(icmpv6_echo, seq_be) == 6);
+static_assert(offsetof(nd_ns, target) == 8 && offsetof(nd_na, flags_be) == 4 &&
+              offsetof(nd_na, target) == 8);
+static_assert(offsetof(nd_opt_lladdr, addr) == 2);
+
+/* Ethernet frames shorter than this (without FCS) are padded (IEEE 802.3 minimum). */
+inline constexpr size_t eth_min_frame_len = 60;
+/* Frame sizes of what this subsystem builds. */
+inline constexpr size_t arp_frame_len = sizeof(eth_hdr) + sizeof(arp_hdr); /* 42, padded to 60 */
+inline constexpr size_t nd_frame_len =
+    sizeof(eth_hdr) + sizeof(ipv6_hdr) + sizeof(nd_ns) + sizeof(nd_opt_lladdr); /* 86 */
+static_assert(sizeof(nd_ns) == sizeof(nd_na), "NS and NA share one frame size");
+
+} // namespace uroce
+
+#endif
