@@ -1,0 +1,368 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Completer (rxe_comp.c's job): consumes ACKs, NAKs, READ responses and
+ * atomic ACKs; completes send WQEs in order; runs the retransmit and RNR
+ * timers; counts retries down to RETRY_EXC_ERR / RNR_RETRY_EXC_ERR; on a
+ * fatal NAK completes the WQE in error, moves the QP to ERR and flushes the
+ * rest.
+ */
+#include <cstring>
+
+#include "uroce_cq.h"
+#include "uroce_device.h"
+#include "uroce_psn.h"
+#include "uroce_qp.h"
+
+namespace uroce {
+
+static inline bool is_atomic_op(wr_opcode op) {
+    return op == wr_opcode::atomic_cmp_and_swp || op == wr_opcode::atomic_fetch_and_add;
+}
+
+static wc_opcode send_wc_opcode(wr_opcode op) {
+    switch (op) {
+    case wr_opcode::rdma_write:
+    case wr_opcode::rdma_write_with_imm:
+        return wc_opcode::rdma_write;
+    case wr_opcode::rdma_read:
+        return wc_opcode::rdma_read;
+    case wr_opcode::atomic_cmp_and_swp:
+        return wc_opcode::comp_swap;
+    case wr_opcode::atomic_fetch_and_add:
+        return wc_opcode::fetch_add;
+    default:
+        return wc_opcode::send;
+    }
+}
+
+static void cq_write(qp *q, cq *c, const wc &e) {
+    if (!cq_post(c, e)) {
+        ++q->dev->cnt().cq_overflows;
+        return;
+    }
+    ++q->cnt.completions;
+    if (e.status != wc_status::success) ++q->cnt.error_completions;
+}
+
+void post_send_cqe(qp *q, const send_wqe &w, wc_status st) {
+    wc e;
+    e.wr_id = w.wr_id;
+    e.status = st;
+    e.opcode = send_wc_opcode(w.opcode);
+    e.byte_len = uint32_t(w.length);
+    e.qp_num = q->qpn;
+    cq_write(q, q->scq, e);
+}
+
+void post_recv_cqe(qp *q, uint64_t wr_id, wc_status st, wc_opcode op, uint32_t byte_len,
+                   unsigned flags, uint32_t imm, uint32_t src_qp) {
+    wc e;
+    e.wr_id = wr_id;
+    e.status = st;
+    e.opcode = op;
+    e.byte_len = byte_len;
+    e.imm_data = imm;
+    e.wc_flags = flags;
+    e.qp_num = q->qpn;
+    e.src_qp = src_qp;
+    cq_write(q, q->rcq, e);
+}
+
+/* The WQE at sq_comp finished successfully. */
+void comp_complete_wqe(qp *q, send_wqe &w) {
+    if (w.signaled) post_send_cqe(q, w, wc_status::success);
+    if (w.rd_counted) {
+        w.rd_counted = false;
+        --q->req.rd_atomic_outstanding;
+    }
+    w.state = wqe_state::done;
+    ++q->sq_comp;
+    /* a fence or the rd_atomic limit may have been waiting on this one */
+    if (q->req.wqe != q->sq_head) q->dev->schedule(q);
+    if (q->state == qp_state::sqd && q->sq_comp == q->req.wqe) q->attr.sq_draining = 0;
+}
+
+/* A WQE the requester refused (local protection error) reached the head. */
+static void check_error_head(qp *q) {
+    if (q->sq_comp == q->sq_head) return;
+    send_wqe &w = sq_at(q, q->sq_comp);
+    if (w.state == wqe_state::error) {
+        post_send_cqe(q, w, w.status);
+        ++q->sq_comp;
+        qp_to_error(q);
+    }
+}
+
+/* Complete the head WQE with an error status, then ERR and flush. */
+static void complete_error(qp *q, wc_status st) {
+    if (q->sq_comp != q->sq_head) {
+        send_wqe &w = sq_at(q, q->sq_comp);
+        if (w.rd_counted) {
+            w.rd_counted = false;
+            --q->req.rd_atomic_outstanding;
+        }
+        post_send_cqe(q, w, st);
+        ++q->sq_comp;
+    }
+    qp_to_error(q);
+}
+
+bool comp_outstanding(const qp *q) {
+    return q->sq_comp != q->req.wqe || q->req.offset != 0 || psn_diff(q->req.psn, q->comp.psn) > 0;
+}
+
+void comp_arm_retrans(qp *q) {
+    uint64_t t = local_ack_timeout_ns(q->attr.timeout);
+    if (!t) return; /* timeout 0: the local ACK timer is disabled (IBTA 9.7.6.1.3) */
+    q->dev->timers().arm(q->retrans_timer, q->dev->now_ns(), t);
+}
+
+/* Forward progress: reset the retry counters and restart the timer. */
+/* Keep the requester at or after the completer: after a go-back-N restart,
+ * late responses can acknowledge WQEs the requester is about to resend. */
+static void sync_req(qp *q) {
+    if (int32_t(q->sq_comp - q->req.wqe) > 0) {
+        q->req.wqe = q->sq_comp;
+        q->req.offset = 0;
+        q->req.psn = q->comp.psn;
+    } else if (q->sq_comp == q->req.wqe && q->sq_comp != q->sq_head &&
+               psn_diff(q->comp.psn, q->req.psn) > 0) {
+        const send_wqe &w = sq_at(q, q->sq_comp);
+        if (w.state == wqe_state::issued && w.opcode != wr_opcode::rdma_read &&
+            !is_atomic_op(w.opcode)) {
+            q->req.offset = uint64_t(psn_diff(q->comp.psn, w.first_psn)) * q->mtu;
+            q->req.psn = q->comp.psn;
+        }
+    }
+}
+
+static void progress(qp *q) {
+    sync_req(q);
+    q->comp.retry_left = q->attr.retry_cnt;
+    q->comp.rnr_left = q->attr.rnr_retry;
+    q->comp.retry_guard = false;
+    if (comp_outstanding(q))
+        comp_arm_retrans(q);
+    else
+        q->dev->timers().cancel(q->retrans_timer);
+}
+
+/* Retry after a timeout or a sequence error. retry_cnt counts retries: 7
+ * means seven, not infinity (IBTA 9.7.6.1.3; only rnr_retry 7 is infinite). */
+static void retry(qp *q, bool timeout) {
+    if (!timeout) {
+        if (q->comp.retry_guard) return;
+        q->comp.retry_guard = true;
+    }
+    if (q->comp.retry_left == 0) {
+        ++q->cnt.retry_exceeded;
+        complete_error(q, wc_status::retry_exc_err);
+        return;
+    }
+    --q->comp.retry_left;
+    req_start_retry(q);
+    comp_arm_retrans(q);
+}
+
+void comp_retrans_timeout(void *arg) {
+    qp *q = static_cast<qp *>(arg);
+    ++q->dev->cnt().timer_fires;
+    if (q->type != qp_type::rc || (q->state != qp_state::rts && q->state != qp_state::sqd)) return;
+    if (q->req.rnr_wait || !comp_outstanding(q)) return;
+    ++q->cnt.timeouts;
+    q->comp.retry_guard = false;
+    retry(q, true);
+}
+
+void comp_rnr_timeout(void *arg) {
+    qp *q = static_cast<qp *>(arg);
+    ++q->dev->cnt().timer_fires;
+    if (!q->req.rnr_wait) return;
+    q->req.rnr_wait = false;
+    if (q->state != qp_state::rts && q->state != qp_state::sqd) return;
+    req_start_retry(q);
+    comp_arm_retrans(q);
+}
+
+/* Write len bytes at byte offset off of the WQE's scatter list. */
+static void scatter(send_wqe &w, uint64_t off, const roce_packet &p, rte_mbuf *m, uint32_t len) {
+    uint32_t i = 0;
+    while (i < w.num_sge && off >= w.sg[i].length) off -= w.sg[i++].length;
+    uint32_t done = 0;
+    while (done < len && i < w.num_sge) {
+        uint64_t avail = w.sg[i].length - off;
+        uint32_t c = avail < len - done ? uint32_t(avail) : len - done;
+        pkt_copy_payload(p, m, done, reinterpret_cast<uint8_t *>(w.sg[i].addr) + off, c);
+        done += c;
+        off = 0;
+        ++i;
+    }
+}
+
+void comp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
+    if (q->type != qp_type::rc || (q->state != qp_state::rts && q->state != qp_state::sqd)) {
+        ++q->cnt.state_drops;
+        return;
+    }
+    uint32_t psn = p.psn();
+    const opcode_info &info = *p.info;
+    if (psn_diff(psn, q->comp.psn) < 0) {
+        ++q->cnt.dup_responses; /* already acknowledged: a duplicate or a late packet */
+        return;
+    }
+    if (psn_diff(psn, q->req.max_psn_sent) >= 0) {
+        ++q->cnt.bad_responses; /* for a PSN never sent */
+        return;
+    }
+    uint8_t syn = 0;
+    if (const aeth *a = p.aeth()) syn = a->syndrome;
+    uint8_t syn_type = aeth_syndrome::type(syn);
+    bool is_ack = p.opcode == to_u8(ib_opcode::rc_acknowledge);
+    bool is_nak = is_ack && syn_type != aeth_syndrome::type_ack;
+    if (is_ack && !is_nak) ++q->cnt.rx_acks;
+
+    /* Every WQE that ends before this PSN is implicitly acknowledged
+     * (IBTA 9.7.5.1.1: responses are in order; an ACK or NAK for PSN n
+     * acknowledges everything before n). A READ or atomic cannot be: its
+     * responses were lost, so go back to it. */
+    bool advanced = false;
+    while (q->sq_comp != q->sq_head) {
+        send_wqe &w = sq_at(q, q->sq_comp);
+        if (w.state != wqe_state::issued) break;
+        int32_t d = psn_diff(psn, w.last_psn);
+        /* a positive ACK also covers its own PSN */
+        if (d < 0 || (d == 0 && !(is_ack && !is_nak))) break;
+        if (w.opcode == wr_opcode::rdma_read || is_atomic_op(w.opcode)) {
+            if (advanced) progress(q);
+            retry(q, false);
+            return;
+        }
+        q->comp.psn = psn_add(w.last_psn, 1);
+        comp_complete_wqe(q, w);
+        advanced = true;
+        if (d == 0) break;
+    }
+    if (q->sq_comp == q->sq_head || sq_at(q, q->sq_comp).state != wqe_state::issued) {
+        if (advanced) progress(q);
+        check_error_head(q);
+        return;
+    }
+    send_wqe &w = sq_at(q, q->sq_comp);
+
+    if (is_ack && !is_nak) {
+        if (w.opcode == wr_opcode::rdma_read || is_atomic_op(w.opcode)) {
+            /* An ACK inside a READ/atomic: its responses were lost. */
+            if (advanced) progress(q);
+            if (psn_diff(psn, q->comp.psn) >= 0) retry(q, false);
+            return;
+        }
+        /* partial ACK of a multi-packet message (AckReq every N packets) */
+        if (psn_diff(psn, q->comp.psn) >= 0) {
+            q->comp.psn = psn_add(psn, 1);
+            advanced = true;
+        }
+        if (advanced) progress(q);
+        return;
+    }
+
+    if (is_nak) {
+        /* A NAK for PSN n acknowledges everything before n (IBTA 9.7.5.2). */
+        if (psn_diff(psn, q->comp.psn) > 0 && !(w.opcode == wr_opcode::rdma_read) &&
+            !is_atomic_op(w.opcode)) {
+            q->comp.psn = psn;
+            advanced = true;
+        }
+        if (advanced) progress(q);
+        if (syn_type == aeth_syndrome::type_rnr_nak) {
+            ++q->cnt.rnr_naks_rcvd;
+            /* rnr_retry 7 means retry forever (IBTA 9.7.5.2.8). */
+            if (q->attr.rnr_retry != 7) {
+                if (q->comp.rnr_left == 0) {
+                    ++q->cnt.rnr_exceeded;
+                    complete_error(q, wc_status::rnr_retry_exc_err);
+                    return;
+                }
+                --q->comp.rnr_left;
+            }
+            q->comp.psn = psn;
+            q->req.rnr_wait = true;
+            q->dev->timers().cancel(q->retrans_timer);
+            q->dev->timers().arm(q->rnr_timer, q->dev->now_ns(),
+                                 rnr_timer_ns(aeth_syndrome::value(syn)));
+            return;
+        }
+        switch (aeth_syndrome::value(syn)) {
+        case aeth_syndrome::nak_psn_seq_error:
+            ++q->cnt.seq_naks_rcvd;
+            retry(q, false);
+            return;
+        case aeth_syndrome::nak_invalid_request:
+            ++q->cnt.fatal_naks_rcvd;
+            complete_error(q, wc_status::rem_inv_req_err);
+            return;
+        case aeth_syndrome::nak_remote_access_error:
+            ++q->cnt.fatal_naks_rcvd;
+            complete_error(q, wc_status::rem_access_err);
+            return;
+        case aeth_syndrome::nak_remote_op_error:
+            ++q->cnt.fatal_naks_rcvd;
+            complete_error(q, wc_status::rem_op_err);
+            return;
+        default:
+            ++q->cnt.fatal_naks_rcvd;
+            complete_error(q, wc_status::bad_resp_err);
+            return;
+        }
+    }
+
+    if (info.has(op_flag::read)) {
+        if (w.opcode != wr_opcode::rdma_read) {
+            ++q->cnt.bad_responses;
+            return;
+        }
+        if (psn != q->comp.psn) {
+            /* a response is missing: go back to the first one we lack */
+            if (advanced) progress(q);
+            retry(q, false);
+            return;
+        }
+        uint64_t off = uint64_t(psn_diff(psn, w.first_psn)) * q->mtu;
+        bool first = psn == w.first_psn;
+        bool last = psn == w.last_psn;
+        uint64_t expect = last ? w.length - off : q->mtu;
+        bool op_ok = first ? (last ? info.has(op_flag::only) : info.has(op_flag::first) && !info.has(op_flag::last))
+                           : (last ? info.has(op_flag::last) && !info.has(op_flag::first)
+                                   : info.has(op_flag::middle));
+        if (!op_ok || p.payload_len != expect) {
+            ++q->cnt.opcode_seq_errors;
+            if (advanced) progress(q);
+            return;
+        }
+        if (expect) scatter(w, off, p, m, p.payload_len);
+        q->cnt.rx_bytes += p.payload_len;
+        q->comp.psn = psn_add(psn, 1);
+        if (last) comp_complete_wqe(q, w);
+        progress(q);
+        check_error_head(q);
+        return;
+    }
+
+    if (p.opcode == to_u8(ib_opcode::rc_atomic_acknowledge)) {
+        if (!is_atomic_op(w.opcode) || psn != w.first_psn) {
+            ++q->cnt.bad_responses;
+            if (advanced) progress(q);
+            return;
+        }
+        uint64_t orig = p.atomic_ack_eth()->orig();
+        uint8_t buf[8];
+        std::memcpy(buf, &orig, 8); /* host order into the local buffer, as ibverbs */
+        std::memcpy(reinterpret_cast<void *>(w.sg[0].addr), buf, 8);
+        q->comp.psn = psn_add(psn, 1);
+        comp_complete_wqe(q, w);
+        progress(q);
+        check_error_head(q);
+        return;
+    }
+    ++q->cnt.bad_responses;
+}
+
+} // namespace uroce

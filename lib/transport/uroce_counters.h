@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Transport counters: every drop, NAK, retransmission, timeout and RNR is
+ * counted per QP and per device (the device sums what its QPs count plus
+ * what happens before a packet reaches a QP). Plain uint64_t: one thread
+ * owns a device, so no atomics.
+ */
+#ifndef UROCE_COUNTERS_H
+#define UROCE_COUNTERS_H
+
+#include <cstddef>
+#include <cstdint>
+
+namespace uroce {
+
+/* X(name, description) */
+#define UROCE_QP_COUNTERS(X)                                                                       \
+    X(tx_pkts, "packets sent")                                                                     \
+    X(tx_bytes, "payload bytes sent")                                                              \
+    X(rx_pkts, "packets accepted")                                                                 \
+    X(rx_bytes, "payload bytes received")                                                          \
+    X(tx_acks, "ACKs sent")                                                                        \
+    X(rx_acks, "ACKs received")                                                                    \
+    X(retransmits, "go-back-N retransmissions started")                                            \
+    X(retrans_pkts, "packets re-sent")                                                             \
+    X(timeouts, "local ACK timeouts")                                                              \
+    X(retry_exceeded, "retry counter exhausted")                                                   \
+    X(rnr_naks_sent, "RNR NAKs sent")                                                              \
+    X(rnr_naks_rcvd, "RNR NAKs received")                                                          \
+    X(rnr_exceeded, "RNR retry counter exhausted")                                                 \
+    X(seq_naks_sent, "PSN sequence error NAKs sent")                                               \
+    X(seq_naks_rcvd, "PSN sequence error NAKs received")                                           \
+    X(inv_req_naks_sent, "invalid request NAKs sent")                                              \
+    X(access_naks_sent, "remote access error NAKs sent")                                           \
+    X(op_naks_sent, "remote operational error NAKs sent")                                          \
+    X(fatal_naks_rcvd, "fatal NAKs received")                                                      \
+    X(dup_requests, "duplicate requests (re-ACKed / replayed)")                                    \
+    X(dup_reads, "duplicate READs re-read")                                                        \
+    X(dup_atomics, "duplicate atomics replayed")                                                   \
+    X(out_of_seq, "out-of-sequence requests dropped")                                              \
+    X(dup_responses, "stale or duplicate responses dropped")                                       \
+    X(bad_responses, "responses that match no outstanding request")                                \
+    X(opcode_seq_errors, "opcode sequence errors")                                                 \
+    X(uc_dropped, "UC packets dropped after a PSN gap")                                            \
+    X(ud_qkey_drops, "UD packets dropped on Q_Key mismatch")                                       \
+    X(ud_no_wqe_drops, "UD packets dropped, no receive WQE")                                       \
+    X(state_drops, "packets dropped: QP not in a receiving state")                                 \
+    X(completions, "work completions written")                                                     \
+    X(error_completions, "work completions with an error status")
+
+#define UROCE_DEV_COUNTERS(X)                                                                      \
+    X(rx_pkts, "frames handed to rx_burst")                                                        \
+    X(rx_parse_errors, "frames that are not well-formed RoCEv2")                                   \
+    X(rx_icrc_errors, "frames with a bad ICRC")                                                    \
+    X(rx_not_ours, "frames for another MAC or IP")                                                 \
+    X(rx_no_qp, "frames for an unknown QPN")                                                       \
+    X(rx_wrong_transport, "frames whose transport does not match the QP type")                     \
+    X(rx_bad_pkey, "frames with a P_Key not in the table")                                         \
+    X(tx_pkts, "frames handed to the driver")                                                      \
+    X(tx_drops, "frames the driver refused")                                                       \
+    X(tx_alloc_fail, "mbuf allocation failures")                                                   \
+    X(cq_overflows, "completions lost to a full CQ")                                               \
+    X(timer_fires, "timers fired")
+
+struct qp_counters {
+#define UROCE_X(n, d) uint64_t n = 0;
+    UROCE_QP_COUNTERS(UROCE_X)
+#undef UROCE_X
+};
+
+struct dev_counters {
+#define UROCE_X(n, d) uint64_t n = 0;
+    UROCE_DEV_COUNTERS(UROCE_X)
+#undef UROCE_X
+};
+
+struct counter_desc {
+    const char *name;
+    const char *description;
+    size_t offset;
+};
+
+inline constexpr counter_desc qp_counter_table[] = {
+#define UROCE_X(n, d) {#n, d, offsetof(qp_counters, n)},
+    UROCE_QP_COUNTERS(UROCE_X)
+#undef UROCE_X
+};
+inline constexpr counter_desc dev_counter_table[] = {
+#define UROCE_X(n, d) {#n, d, offsetof(dev_counters, n)},
+    UROCE_DEV_COUNTERS(UROCE_X)
+#undef UROCE_X
+};
+
+template <class C>
+static inline uint64_t counter_value(const C &c, const counter_desc &d) {
+    return *reinterpret_cast<const uint64_t *>(reinterpret_cast<const char *>(&c) + d.offset);
+}
+
+static inline void qp_counters_add(qp_counters &to, const qp_counters &from) {
+#define UROCE_X(n, d) to.n += from.n;
+    UROCE_QP_COUNTERS(UROCE_X)
+#undef UROCE_X
+}
+
+} // namespace uroce
+
+#endif

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Completion queues: a power-of-two ring of work completions, written by the
+ * transport, read by poll_cq. Single thread; the ring shape (head/tail) is
+ * what a lock-free SPSC hand-off needs later.
+ */
+#ifndef UROCE_CQ_H
+#define UROCE_CQ_H
+
+#include <cstdint>
+#include <memory>
+
+#include "uroce_verbs.h"
+
+namespace uroce {
+
+struct cq {
+    device *dev = nullptr;
+    void *cq_context = nullptr;
+    std::unique_ptr<wc[]> ring;
+    uint32_t mask = 0;
+    uint32_t cqe = 0;  /* capacity the user asked for */
+    uint32_t head = 0; /* next to write */
+    uint32_t tail = 0; /* next to read */
+    uint32_t usecnt = 0;
+    uint64_t overflows = 0;
+
+    uint32_t count() const { return head - tail; }
+};
+
+/* Write a completion; false (and counted) when the CQ is full. */
+static inline bool cq_post(cq *c, const wc &e) {
+    if (c->count() > c->mask) {
+        ++c->overflows;
+        return false;
+    }
+    c->ring[c->head & c->mask] = e;
+    ++c->head;
+    return true;
+}
+
+static inline int cq_poll(cq *c, int num, wc *out) {
+    int n = 0;
+    while (n < num && c->tail != c->head) {
+        out[n++] = c->ring[c->tail & c->mask];
+        ++c->tail;
+    }
+    return n;
+}
+
+} // namespace uroce
+
+#endif

@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * The device: object tables (control path) and the progress loop.
+ */
+#include "uroce_device.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+#include <rte_cycles.h>
+#include <rte_mbuf.h>
+
+#include "uroce_flow.h"
+#include "uroce_psn.h"
+
+namespace uroce {
+
+device::device(const device_config &cfg) : cfg_(cfg) {
+    clock_ = cfg.clock ? cfg.clock : default_clock();
+    timers_.start(clock_->now_ns());
+    uint64_t seed = cfg.seed ? cfg.seed : rte_rdtsc();
+    mrs_.init(cfg.max_mr, seed);
+    qps_.assign(cfg.max_qp, nullptr);
+}
+
+device::~device() {
+    for (auto &q : qps_owned_)
+        if (q) {
+            timers_.cancel(q->retrans_timer);
+            timers_.cancel(q->rnr_timer);
+        }
+    tx_flush();
+}
+
+bool device::has_gid(const gid &g) const {
+    for (unsigned i = 0; i < cfg_.num_gids; ++i)
+        if (cfg_.gids[i] == g) return true;
+    return false;
+}
+
+void device::tx_flush() {
+    if (!tx_n_) return;
+    unsigned sent = 0;
+    /* one retry for a driver that takes part of the burst */
+    for (int tries = 0; tries < 2 && sent < tx_n_; ++tries)
+        sent += cfg_.dev->tx_burst(tx_buf_ + sent, uint16_t(tx_n_ - sent));
+    if (sent < tx_n_) {
+        cnt_.tx_drops += tx_n_ - sent;
+        rte_pktmbuf_free_bulk(tx_buf_ + sent, tx_n_ - sent);
+    }
+    tx_n_ = 0;
+}
+
+unsigned device::run_scheduled() {
+    unsigned total = 0;
+    qp *list = sched_head_;
+    sched_head_ = nullptr;
+    while (list) {
+        qp *q = list;
+        list = q->sched_next;
+        q->scheduled = false;
+        q->sched_next = nullptr;
+        total += resp_process(q, resp_burst);
+        total += req_process(q, req_burst);
+        if (resp_has_work(q) || req_has_work(q)) schedule(q);
+    }
+    return total;
+}
+
+unsigned device::poll() {
+    timers_.advance(clock_->now_ns());
+    unsigned n = run_scheduled();
+    tx_flush();
+    return n;
+}
+
+qp_counters device::qp_totals() const {
+    qp_counters t = dead_qp_cnt_;
+    for (const auto &q : qps_owned_)
+        if (q) qp_counters_add(t, q->cnt);
+    return t;
+}
+
+/* ------------------------------------------------------------ control path */
+
+pd *device::alloc_pd() {
+    auto p = std::make_unique<pd>();
+    p->dev = this;
+    p->handle = next_pd_++;
+    pds_.push_back(std::move(p));
+    return pds_.back().get();
+}
+
+template <class T>
+static bool erase_owned(std::vector<std::unique_ptr<T>> &v, T *obj) {
+    auto it = std::find_if(v.begin(), v.end(), [obj](const std::unique_ptr<T> &u) { return u.get() == obj; });
+    if (it == v.end()) return false;
+    v.erase(it);
+    return true;
+}
+
+verbs_error device::dealloc_pd(pd *p) {
+    if (p->usecnt) return verbs_error::busy;
+    return erase_owned(pds_, p) ? verbs_error::ok : verbs_error::inval;
+}
+
+mr *device::reg_mr(pd *p, void *addr, size_t len, unsigned access, verbs_error *err) {
+    auto fail = [err](verbs_error e) -> mr * {
+        if (err) *err = e;
+        return nullptr;
+    };
+    const unsigned known = access_local_write | access_remote_write | access_remote_read |
+                           access_remote_atomic;
+    if (access & ~known) return fail(verbs_error::inval);
+    /* IBTA 10.6.3.1 / ibv_reg_mr(3): remote write or atomic needs local write. */
+    if ((access & (access_remote_write | access_remote_atomic)) && !(access & access_local_write))
+        return fail(verbs_error::inval);
+    if (!addr && len) return fail(verbs_error::inval);
+    auto m = std::make_unique<mr>();
+    m->dev = this;
+    m->pd = p;
+    m->addr = static_cast<uint8_t *>(addr);
+    m->length = len;
+    m->access = access;
+    if (!mrs_.insert(m.get())) return fail(verbs_error::nomem);
+    ++p->usecnt;
+    mrs_owned_.push_back(std::move(m));
+    if (err) *err = verbs_error::ok;
+    return mrs_owned_.back().get();
+}
+
+verbs_error device::dereg_mr(mr *m) {
+    mrs_.remove(m);
+    --m->pd->usecnt;
+    return erase_owned(mrs_owned_, m) ? verbs_error::ok : verbs_error::inval;
+}
+
+cq *device::create_cq(int cqe, void *ctx, verbs_error *err) {
+    if (cqe < 1 || cqe > int(max_qp_wr_limit * 4)) {
+        if (err) *err = verbs_error::inval;
+        return nullptr;
+    }
+    auto c = std::make_unique<cq>();
+    c->dev = this;
+    c->cq_context = ctx;
+    uint32_t n = std::bit_ceil(uint32_t(cqe));
+    c->ring = std::make_unique<wc[]>(n);
+    c->mask = n - 1;
+    c->cqe = uint32_t(cqe);
+    cqs_.push_back(std::move(c));
+    if (err) *err = verbs_error::ok;
+    return cqs_.back().get();
+}
+
+verbs_error device::destroy_cq(cq *c) {
+    if (c->usecnt) return verbs_error::busy;
+    return erase_owned(cqs_, c) ? verbs_error::ok : verbs_error::inval;
+}
+
+srq *device::create_srq(pd *p, const srq_init_attr &a, verbs_error *err) {
+    if (a.attr.max_wr < 1 || a.attr.max_wr > max_qp_wr_limit || a.attr.max_sge < 1 ||
+        a.attr.max_sge > max_sge_limit) {
+        if (err) *err = verbs_error::inval;
+        return nullptr;
+    }
+    auto s = std::make_unique<srq>();
+    s->dev = this;
+    s->pd = p;
+    s->srq_context = a.srq_context;
+    s->srq_limit = a.attr.srq_limit;
+    s->rq.init(a.attr.max_wr, a.attr.max_sge);
+    ++p->usecnt;
+    srqs_.push_back(std::move(s));
+    if (err) *err = verbs_error::ok;
+    return srqs_.back().get();
+}
+
+verbs_error device::destroy_srq(srq *s) {
+    if (s->usecnt) return verbs_error::busy;
+    --s->pd->usecnt;
+    return erase_owned(srqs_, s) ? verbs_error::ok : verbs_error::inval;
+}
+
+verbs_error device::resolve_path(const ah_attr &a, uint32_t src_qpn, uint32_t dst_qpn, qp_type t,
+                                 roce_path &out) {
+    if (a.port_num != 1 && a.port_num != 0) return verbs_error::inval;
+    if (a.grh.sgid_index >= cfg_.num_gids) return verbs_error::inval;
+    if (a.grh.dgid.is_zero()) return verbs_error::inval;
+    const gid &sg = cfg_.gids[a.grh.sgid_index];
+    if (sg.is_ipv4_mapped() != a.grh.dgid.is_ipv4_mapped()) return verbs_error::inval;
+    roce_path p;
+    std::memcpy(p.src_mac, cfg_.dev->mac(), 6);
+    std::memcpy(p.dst_mac, a.dmac, 6);
+    p.sgid = sg;
+    p.dgid = a.grh.dgid;
+    p.ip_version = sg.is_ipv4_mapped() ? 4 : 6;
+    p.traffic_class = a.grh.traffic_class;
+    p.hop_limit = a.grh.hop_limit ? a.grh.hop_limit : 64;
+    if (t == qp_type::ud) {
+        p.flow_label = a.grh.flow_label & flow_label_mask;
+        p.udp_sport = ud_udp_sport(src_qpn);
+    } else {
+        p.flow_label = a.grh.flow_label ? (a.grh.flow_label & flow_label_mask)
+                                        : calc_flow_label(src_qpn, dst_qpn);
+        p.udp_sport = flow_label_to_udp_sport(p.flow_label);
+    }
+    out = p;
+    return verbs_error::ok;
+}
+
+ah *device::create_ah(pd *p, const ah_attr &a, verbs_error *err) {
+    auto h = std::make_unique<ah>();
+    h->dev = this;
+    h->pd = p;
+    h->attr = a;
+    verbs_error e = resolve_path(a, 0, 0, qp_type::ud, h->path);
+    if (e != verbs_error::ok) {
+        if (err) *err = e;
+        return nullptr;
+    }
+    make_hdr_template(h->hdr, h->path, cfg_.dev->caps().ipv4_csum_offload);
+    ++p->usecnt;
+    ahs_.push_back(std::move(h));
+    if (err) *err = verbs_error::ok;
+    return ahs_.back().get();
+}
+
+verbs_error device::destroy_ah(ah *a) {
+    --a->pd->usecnt;
+    return erase_owned(ahs_, a) ? verbs_error::ok : verbs_error::inval;
+}
+
+qp *device::create_qp(pd *p, const qp_init_attr &a, verbs_error *err) {
+    auto fail = [err](verbs_error e) -> qp * {
+        if (err) *err = e;
+        return nullptr;
+    };
+    if ((a.send_cq && a.send_cq->dev != this) || (a.recv_cq && a.recv_cq->dev != this) ||
+        (a.srq && a.srq->dev != this))
+        return fail(verbs_error::inval);
+    uint32_t slot = 0;
+    bool found = false;
+    for (uint32_t i = 0; i < qps_.size(); ++i) {
+        uint32_t s = (next_qpn_ + i) % uint32_t(qps_.size());
+        if (!qps_[s]) {
+            slot = s;
+            found = true;
+            break;
+        }
+    }
+    if (!found) return fail(verbs_error::nomem);
+    auto q = std::make_unique<qp>();
+    q->dev = this;
+    q->pd = p;
+    q->qpn = first_qpn + slot;
+    verbs_error e = qp_init(q.get(), a);
+    if (e != verbs_error::ok) return fail(e);
+    if (q->type == qp_type::ud) {
+        /* the UD source port is per QP (rxe_qp.c) */
+        q->path.udp_sport = ud_udp_sport(q->qpn);
+    }
+    next_qpn_ = (slot + 1) % uint32_t(qps_.size());
+    qps_[slot] = q.get();
+    ++p->usecnt;
+    ++q->scq->usecnt;
+    ++q->rcq->usecnt;
+    if (q->srq) ++q->srq->usecnt;
+    qps_owned_.push_back(std::move(q));
+    if (err) *err = verbs_error::ok;
+    return qps_owned_.back().get();
+}
+
+verbs_error device::destroy_qp(qp *q) {
+    timers_.cancel(q->retrans_timer);
+    timers_.cancel(q->rnr_timer);
+    /* unlink from the progress list */
+    qp **pp = &sched_head_;
+    while (*pp) {
+        if (*pp == q) {
+            *pp = q->sched_next;
+            break;
+        }
+        pp = &(*pp)->sched_next;
+    }
+    qps_[q->qpn - first_qpn] = nullptr;
+    qp_counters_add(dead_qp_cnt_, q->cnt);
+    --q->pd->usecnt;
+    --q->scq->usecnt;
+    --q->rcq->usecnt;
+    if (q->srq) --q->srq->usecnt;
+    return erase_owned(qps_owned_, q) ? verbs_error::ok : verbs_error::inval;
+}
+
+} // namespace uroce

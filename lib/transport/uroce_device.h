@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * The device (ibv_context): QP table by QPN, MR/key table, GID table,
+ * counters, the driver it sends through, the timer wheel, and the two
+ * entry points that drive everything:
+ *
+ *   rx_burst(pkts, n)  received frames: parse, ICRC, QPN lookup, then the
+ *                      responder (requests) or the completer (responses);
+ *                      the device frees every mbuf handed to it.
+ *   poll()             progress: timers, requesters (send queues), responder
+ *                      output (READ responses, coalesced ACKs), TX flush.
+ *
+ * One thread per device; post_send/post_recv/poll_cq on that same thread.
+ */
+#ifndef UROCE_DEVICE_H
+#define UROCE_DEVICE_H
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "uroce_clock.h"
+#include "uroce_counters.h"
+#include "uroce_cq.h"
+#include "uroce_mr.h"
+#include "uroce_netdev.h"
+#include "uroce_qp.h"
+#include "uroce_srq.h"
+#include "uroce_timer.h"
+#include "uroce_verbs.h"
+
+struct rte_mbuf;
+struct rte_mempool;
+
+namespace uroce {
+
+class device {
+  public:
+    static constexpr uint32_t first_qpn = 0x11; /* QP0/QP1 reserved, as rxe */
+    static constexpr unsigned tx_batch = 64;
+
+    explicit device(const device_config &cfg);
+    ~device();
+    device(const device &) = delete;
+    device &operator=(const device &) = delete;
+
+    /* ---- data path entry points */
+    void rx_burst(rte_mbuf **pkts, uint16_t n);
+    /* Returns the number of packets sent (0 when idle). */
+    unsigned poll();
+
+    /* ---- introspection */
+    const dev_counters &counters() const { return cnt_; }
+    /* Device counters plus the sum of every live QP's counters. */
+    qp_counters qp_totals() const;
+    uint64_t now_ns() { return clock_->now_ns(); }
+    uint32_t max_mtu_bytes() const { return mtu_to_bytes(cfg_.max_mtu); }
+    const device_config &config() const { return cfg_; }
+    netdev *dev() const { return cfg_.dev; }
+    rte_mempool *pool() const { return cfg_.pool; }
+    timer_wheel &timers() { return timers_; }
+    mr_table &mrs() { return mrs_; }
+    dev_counters &cnt() { return cnt_; }
+
+    /* ---- used by the transport */
+    void tx(rte_mbuf *m) {
+        tx_buf_[tx_n_++] = m;
+        ++cnt_.tx_pkts;
+        if (tx_n_ == tx_batch) tx_flush();
+    }
+    void tx_flush();
+    void schedule(qp *q) {
+        if (q->scheduled) return;
+        q->scheduled = true;
+        q->sched_next = sched_head_;
+        sched_head_ = q;
+    }
+    uint16_t next_ip_id() { return ip_id_++; }
+    qp *lookup_qp(uint32_t qpn) const {
+        uint32_t i = qpn - first_qpn;
+        return i < qps_.size() ? qps_[i] : nullptr;
+    }
+    bool has_gid(const gid &g) const;
+
+    /* ---- object management (control path, uroce_verbs.cpp) */
+    pd *alloc_pd();
+    verbs_error dealloc_pd(pd *p);
+    mr *reg_mr(pd *p, void *addr, size_t len, unsigned access, verbs_error *err);
+    verbs_error dereg_mr(mr *m);
+    cq *create_cq(int cqe, void *ctx, verbs_error *err);
+    verbs_error destroy_cq(cq *c);
+    srq *create_srq(pd *p, const srq_init_attr &a, verbs_error *err);
+    verbs_error destroy_srq(srq *s);
+    ah *create_ah(pd *p, const ah_attr &a, verbs_error *err);
+    verbs_error destroy_ah(ah *a);
+    qp *create_qp(pd *p, const qp_init_attr &a, verbs_error *err);
+    verbs_error destroy_qp(qp *q);
+    /* Resolve an address vector against the GID table into a path. */
+    verbs_error resolve_path(const ah_attr &a, uint32_t src_qpn, uint32_t dst_qpn, qp_type t,
+                             roce_path &out);
+
+  private:
+    void rx_one(rte_mbuf *m);
+    unsigned run_scheduled();
+
+    device_config cfg_;
+    clock_source *clock_;
+    timer_wheel timers_;
+    mr_table mrs_;
+    dev_counters cnt_;
+    qp_counters dead_qp_cnt_; /* counters of destroyed QPs */
+    std::vector<qp *> qps_;   /* index qpn - first_qpn */
+    uint32_t next_qpn_ = 0;
+    std::vector<std::unique_ptr<pd>> pds_;
+    std::vector<std::unique_ptr<mr>> mrs_owned_;
+    std::vector<std::unique_ptr<cq>> cqs_;
+    std::vector<std::unique_ptr<srq>> srqs_;
+    std::vector<std::unique_ptr<ah>> ahs_;
+    std::vector<std::unique_ptr<qp>> qps_owned_;
+    qp *sched_head_ = nullptr;
+    rte_mbuf *tx_buf_[tx_batch];
+    unsigned tx_n_ = 0;
+    uint16_t ip_id_ = 1;
+    uint32_t next_pd_ = 1;
+};
+
+} // namespace uroce
+
+#endif

@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "uroce_pkt.h"
+
+#include <cstring>
+
+#include <rte_mbuf.h>
+
+#include "uroce_crc32.h"
+#include "uroce_flow.h"
+
+namespace uroce {
+
+void make_hdr_template(hdr_template &t, const roce_path &path, bool csum_offload) {
+    std::memset(t.bytes, 0, sizeof(t.bytes));
+    uint8_t *p = t.bytes;
+    auto *eth = reinterpret_cast<eth_hdr *>(p);
+    std::memcpy(eth->dst, path.dst_mac, 6);
+    std::memcpy(eth->src, path.src_mac, 6);
+    size_t off = sizeof(eth_hdr);
+    uint16_t et = path.ip_version == 4 ? ether_type_ipv4 : ether_type_ipv6;
+    if (path.has_vlan) {
+        eth->set_ether_type(ether_type_vlan);
+        auto *v = reinterpret_cast<vlan_hdr *>(p + off);
+        v->set_tci(path.vlan_tci);
+        v->set_ether_type(et);
+        off += sizeof(vlan_hdr);
+    } else {
+        eth->set_ether_type(et);
+    }
+    t.l2_len = uint8_t(off);
+    if (path.ip_version == 4) {
+        auto *ip = reinterpret_cast<ipv4_hdr *>(p + off);
+        ip->version_ihl = 0x45;
+        ip->tos = path.traffic_class;
+        ip->set_frag(path.ipv4_dont_fragment ? ipv4_hdr::flag_df : 0);
+        ip->ttl = path.hop_limit;
+        ip->protocol = ip_proto_udp;
+        ip->set_src_addr(path.sgid.ipv4());
+        ip->set_dst_addr(path.dgid.ipv4());
+        off += sizeof(ipv4_hdr);
+    } else {
+        auto *ip = reinterpret_cast<ipv6_hdr *>(p + off);
+        ip->set_vtc_flow(path.traffic_class, path.flow_label);
+        ip->next_header = ip_proto_udp;
+        ip->hop_limit = path.hop_limit;
+        std::memcpy(ip->src, path.sgid.raw.data(), 16);
+        std::memcpy(ip->dst, path.dgid.raw.data(), 16);
+        off += sizeof(ipv6_hdr);
+    }
+    t.l3_len = uint8_t(off - t.l2_len);
+    auto *udp = reinterpret_cast<udp_hdr *>(p + off);
+    udp->set_src_port(path.udp_sport);
+    udp->set_dst_port(rocev2_udp_port);
+    off += sizeof(udp_hdr);
+    t.len = uint8_t(off);
+    t.ip_version = path.ip_version;
+    t.csum_offload = csum_offload;
+}
+
+uint32_t copy_crc(uint32_t reg, uint8_t *dst, const uint8_t *src, size_t n) {
+    /* Copy a chunk, then CRC it from the destination while it sits in L1. */
+    constexpr size_t chunk = 2048;
+    while (n) {
+        size_t c = n < chunk ? n : chunk;
+        std::memcpy(dst, src, c);
+        reg = crc32_update(reg, dst, c);
+        dst += c;
+        src += c;
+        n -= c;
+    }
+    return reg;
+}
+
+static inline uint16_t ipv4_csum(const uint8_t *h) {
+    uint32_t sum = 0;
+    for (int i = 0; i < 20; i += 2) sum += (uint32_t(h[i]) << 8) | h[i + 1];
+    while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+    return uint16_t(~sum);
+}
+
+/* CRC of the invariant view of IP + UDP + BTH (IBTA Annex A17.3.3: variant
+ * fields replaced by ones). l3 points at the IP header. */
+static inline uint32_t crc_masked_headers(uint32_t reg, const uint8_t *l3, unsigned l3_len) {
+    uint8_t tmp[sizeof(ipv6_hdr) + sizeof(udp_hdr) + sizeof(bth)];
+    unsigned n = l3_len + sizeof(udp_hdr) + sizeof(bth);
+    std::memcpy(tmp, l3, n);
+    if (l3_len == sizeof(ipv4_hdr)) {
+        tmp[1] = 0xff;                /* TOS */
+        tmp[8] = 0xff;                /* TTL */
+        tmp[10] = tmp[11] = 0xff;     /* header checksum */
+    } else {
+        tmp[0] |= 0x0f;               /* traffic class (low nibble of byte 0 ...) */
+        tmp[1] = 0xff;                /* ... and the flow label */
+        tmp[2] = tmp[3] = 0xff;
+        tmp[7] = 0xff;                /* hop limit */
+    }
+    tmp[l3_len + 6] = tmp[l3_len + 7] = 0xff; /* UDP checksum */
+    tmp[l3_len + sizeof(udp_hdr) + 4] = 0xff; /* BTH resv8a (FECN, BECN) */
+    return crc32_update(reg, tmp, n);
+}
+
+rte_mbuf *pkt_build(rte_mempool *pool, const hdr_template &t, const bth_fields &b,
+                    const ext_fields &x, const payload_src *src, uint32_t payload_len,
+                    uint16_t ip_id) {
+    const opcode_info &info = opcode_lookup(b.opcode);
+    uint32_t hdr_len = t.len + uint32_t(sizeof(bth)) + info.ext_len;
+    uint8_t pad = pad_for(payload_len);
+    uint32_t frame_len = hdr_len + payload_len + pad + uint32_t(icrc_len);
+    rte_mbuf *m = rte_pktmbuf_alloc(pool);
+    if (!m) return nullptr;
+    if (rte_pktmbuf_tailroom(m) < frame_len) {
+        rte_pktmbuf_free(m);
+        return nullptr;
+    }
+    uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
+    m->data_len = uint16_t(frame_len);
+    m->pkt_len = frame_len;
+    std::memcpy(f, t.bytes, t.len);
+    uint8_t *l3 = f + t.l2_len;
+    uint32_t l3_payload = frame_len - t.l2_len;
+    if (t.ip_version == 4) {
+        auto *ip = reinterpret_cast<ipv4_hdr *>(l3);
+        ip->set_total_length(uint16_t(l3_payload));
+        ip->set_id(ip_id);
+        if (t.csum_offload) {
+            m->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM;
+        } else {
+            ip->set_checksum(ipv4_csum(l3));
+        }
+    } else {
+        reinterpret_cast<ipv6_hdr *>(l3)->set_payload_length(uint16_t(l3_payload - sizeof(ipv6_hdr)));
+    }
+    m->l2_len = t.l2_len;
+    m->l3_len = t.l3_len;
+    m->l4_len = sizeof(udp_hdr);
+    auto *udp = reinterpret_cast<udp_hdr *>(l3 + t.l3_len);
+    udp->set_length(uint16_t(l3_payload - t.l3_len));
+
+    auto *bh = reinterpret_cast<bth *>(f + t.len);
+    bh->opcode = b.opcode;
+    bh->set_flags(b.solicited, b.mig_req, pad, b.tver);
+    bh->set_pkey(b.pkey);
+    bh->set_ecn_bits(b.fecn, b.becn);
+    bh->set_dest_qp(b.dest_qp);
+    bh->set_ack_req(b.ack_req);
+    bh->set_psn(b.psn);
+
+    uint8_t *ext = f + t.len + sizeof(bth);
+    if (info.ext_len) {
+        uint8_t o;
+        if ((o = info.offset(ext_hdr::deth)) != 0xff) {
+            auto *h = reinterpret_cast<deth *>(ext + o);
+            h->set_qkey(x.qkey);
+            h->set_src_qp(x.src_qp);
+        }
+        if ((o = info.offset(ext_hdr::reth)) != 0xff) {
+            auto *h = reinterpret_cast<reth *>(ext + o);
+            h->set_va(x.va);
+            h->set_rkey(x.rkey);
+            h->set_dma_length(x.dma_length);
+        }
+        if ((o = info.offset(ext_hdr::atomic_eth)) != 0xff) {
+            auto *h = reinterpret_cast<atomic_eth *>(ext + o);
+            h->set_va(x.va);
+            h->set_rkey(x.rkey);
+            h->set_swap_add(x.swap_add);
+            h->set_compare(x.compare);
+        }
+        if ((o = info.offset(ext_hdr::aeth)) != 0xff) {
+            auto *h = reinterpret_cast<aeth *>(ext + o);
+            h->syndrome = x.syndrome;
+            h->set_msn(x.msn);
+        }
+        if ((o = info.offset(ext_hdr::atomic_ack_eth)) != 0xff)
+            reinterpret_cast<atomic_ack_eth *>(ext + o)->set_orig(x.orig);
+        if ((o = info.offset(ext_hdr::immdt)) != 0xff)
+            reinterpret_cast<immdt *>(ext + o)->set_imm_raw(x.imm_raw);
+        if ((o = info.offset(ext_hdr::ieth)) != 0xff)
+            reinterpret_cast<ieth *>(ext + o)->set_rkey(x.rkey);
+    }
+
+    uint32_t reg = crc_masked_headers(icrc_seed_after_lrh, l3, t.l3_len);
+    if (info.ext_len) reg = crc32_update(reg, ext, info.ext_len);
+
+    uint8_t *dst = f + hdr_len;
+    if (payload_len) {
+        if (src->flat) {
+            reg = copy_crc(reg, dst, src->flat, payload_len);
+        } else {
+            uint64_t off = src->offset;
+            uint32_t i = 0;
+            while (i < src->num_sge && off >= src->sg[i].length) off -= src->sg[i++].length;
+            uint32_t left = payload_len;
+            while (left && i < src->num_sge) {
+                uint64_t avail = src->sg[i].length - off;
+                uint32_t c = avail < left ? uint32_t(avail) : left;
+                reg = copy_crc(reg, dst,
+                               reinterpret_cast<const uint8_t *>(src->sg[i].addr) + off, c);
+                dst += c;
+                left -= c;
+                off = 0;
+                ++i;
+            }
+        }
+        dst = f + hdr_len + payload_len;
+    }
+    if (pad) {
+        std::memset(dst, 0, pad);
+        reg = crc32_update(reg, dst, pad);
+    }
+    store_le32(f + hdr_len + payload_len + pad, ~reg);
+    return m;
+}
+
+/* CRC over frame bytes [off, off+len) of an mbuf chain. */
+static uint32_t crc_mbuf_range(uint32_t reg, const rte_mbuf *m, uint32_t off, uint32_t len) {
+    while (m && off >= m->data_len) {
+        off -= m->data_len;
+        m = m->next;
+    }
+    while (m && len) {
+        uint32_t c = m->data_len - off;
+        if (c > len) c = len;
+        reg = crc32_update(reg, rte_pktmbuf_mtod_offset(m, const uint8_t *, off), c);
+        len -= c;
+        off = 0;
+        m = m->next;
+    }
+    return reg;
+}
+
+bool pkt_icrc_ok(const roce_packet &p, const rte_mbuf *m) {
+    unsigned l3_len = p.l4_offset - p.l3_offset;
+    uint32_t reg = crc_masked_headers(icrc_seed_after_lrh, p.hdr + p.l3_offset, l3_len);
+    uint32_t rest = p.ext_offset;
+    if (m->nb_segs == 1) {
+        reg = crc32_update(reg, p.hdr + rest, p.icrc_offset - rest);
+        return ~reg == load_le32(p.hdr + p.icrc_offset);
+    }
+    reg = crc_mbuf_range(reg, m, rest, p.icrc_offset - rest);
+    uint8_t buf[4];
+    const uint8_t *s = static_cast<const uint8_t *>(rte_pktmbuf_read(m, p.icrc_offset, 4, buf));
+    return s && ~reg == load_le32(s);
+}
+
+void pkt_copy_payload(const roce_packet &p, const rte_mbuf *m, uint32_t off, uint8_t *dst,
+                      uint32_t len) {
+    uint32_t at = p.payload_offset + off;
+    if (m->nb_segs == 1) {
+        std::memcpy(dst, p.hdr + at, len);
+        return;
+    }
+    while (m && at >= m->data_len) {
+        at -= m->data_len;
+        m = m->next;
+    }
+    while (m && len) {
+        uint32_t c = m->data_len - at;
+        if (c > len) c = len;
+        std::memcpy(dst, rte_pktmbuf_mtod_offset(m, const uint8_t *, at), c);
+        dst += c;
+        len -= c;
+        at = 0;
+        m = m->next;
+    }
+}
+
+} // namespace uroce

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Packet building and payload movement for the transport's fast path.
+ *
+ * TX: the Eth/IP/UDP part of every frame of a QP (or UD address handle) is a
+ * template computed once; per packet only lengths, IP id/checksum, BTH and
+ * extension headers are written. The payload is gathered from the work
+ * request's SGEs straight into the mbuf, and each chunk is folded into the
+ * ICRC right after it is copied, while it is still in L1 (one pass over the
+ * payload: the copy and the CRC are fused).
+ *
+ * RX: the ICRC is checked over the whole frame first (no byte reaches user
+ * memory from a corrupt frame), then the payload is copied once.
+ */
+#ifndef UROCE_PKT_H
+#define UROCE_PKT_H
+
+#include <cstdint>
+
+#include "uroce_build.h"
+#include "uroce_parse.h"
+#include "uroce_verbs.h"
+
+struct rte_mbuf;
+struct rte_mempool;
+
+namespace uroce {
+
+struct hdr_template {
+    uint8_t bytes[sizeof(eth_hdr) + sizeof(vlan_hdr) + sizeof(ipv6_hdr) + sizeof(udp_hdr)] = {};
+    uint8_t l2_len = 0;
+    uint8_t l3_len = 0;
+    uint8_t len = 0; /* l2 + l3 + udp */
+    uint8_t ip_version = 4;
+    bool csum_offload = false;
+};
+
+void make_hdr_template(hdr_template &t, const roce_path &path, bool csum_offload);
+
+/* Where a packet's payload comes from: an SGE list at a byte offset, or a
+ * flat buffer (inline data, atomic results, read responses from one MR). */
+struct payload_src {
+    const sge *sg = nullptr;
+    uint32_t num_sge = 0;
+    uint64_t offset = 0;
+    const uint8_t *flat = nullptr;
+};
+
+/* Allocate an mbuf and build a whole frame. Returns nullptr when the pool is
+ * empty. ip_id is the IPv4 identification to use. */
+rte_mbuf *pkt_build(rte_mempool *pool, const hdr_template &t, const bth_fields &b,
+                    const ext_fields &x, const payload_src *src, uint32_t payload_len,
+                    uint16_t ip_id);
+
+/* ICRC of a parsed frame held in m (any segmentation), compared with the
+ * stored one. */
+bool pkt_icrc_ok(const roce_packet &p, const rte_mbuf *m);
+
+/* Copy len payload bytes starting at payload offset off of packet p (in m) to dst. */
+void pkt_copy_payload(const roce_packet &p, const rte_mbuf *m, uint32_t off, uint8_t *dst,
+                      uint32_t len);
+
+/* Fused copy + CRC: copies n bytes and returns the register updated over them. */
+uint32_t copy_crc(uint32_t reg, uint8_t *dst, const uint8_t *src, size_t n);
+
+/* The CRC register after the 8 bytes of 0xFF that stand for the masked LRH
+ * (rxe_icrc.c seeds with this value). */
+inline constexpr uint32_t icrc_seed_after_lrh = 0xdebb20e3u;
+
+} // namespace uroce
+
+#endif

@@ -1,0 +1,350 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * QP state machine and attribute validation (IBTA 10.3.1, table 91 "QP state
+ * transition properties"; the same table as Linux ib_modify_qp_is_ok()).
+ */
+#include "uroce_qp.h"
+
+#include <bit>
+#include <cstring>
+
+#include "uroce_cq.h"
+#include "uroce_device.h"
+#include "uroce_flow.h"
+#include "uroce_psn.h"
+
+namespace uroce {
+
+/* IBTA 9.7.6.1.3: Local ACK Timeout = 4.096 us * 2^timeout; 0 disables it. */
+uint64_t local_ack_timeout_ns(uint8_t timeout) {
+    if (timeout == 0) return 0;
+    return 4096ull << timeout;
+}
+
+/* IBTA 9.7.5.2.8 table 45: RNR NAK timer codes, in microseconds x 100 (code 0 is 655.36 ms). */
+uint64_t rnr_timer_ns(uint8_t code) {
+    static constexpr uint32_t usec_x100[32] = {
+        65536000, 1,     2,     3,     4,     6,     8,      12,     16,     24,    32,
+        48,       64,    96,    128,   192,   256,   384,    512,    768,    1024,  1536,
+        2048,     3072,  4096,  6144,  8192,  12288, 16384,  24576,  32768,  49152};
+    return uint64_t(usec_x100[code & 31]) * 10000ull;
+}
+
+/* Which attributes a transition requires and allows, per QP type. */
+struct transition_rule {
+    bool valid;
+    unsigned req[3]; /* RC, UC, UD */
+    unsigned opt[3];
+};
+
+static int type_index(qp_type t) { return t == qp_type::rc ? 0 : t == qp_type::uc ? 1 : 2; }
+
+static transition_rule rule_for(qp_state cur, qp_state next) {
+    using S = qp_state;
+    transition_rule r{};
+    const unsigned pkey_port = qp_attr_pkey_index | qp_attr_port;
+    /* Any state may go to RESET or ERR with no attributes. */
+    if (next == S::reset || next == S::err) {
+        r.valid = true;
+        return r;
+    }
+    switch (cur) {
+    case S::reset:
+        if (next == S::init) {
+            r.valid = true;
+            r.req[0] = r.req[1] = pkey_port | qp_attr_access_flags;
+            r.req[2] = pkey_port | qp_attr_qkey;
+        }
+        break;
+    case S::init:
+        if (next == S::init) {
+            r.valid = true;
+            r.opt[0] = r.opt[1] = pkey_port | qp_attr_access_flags;
+            r.opt[2] = pkey_port | qp_attr_qkey;
+        } else if (next == S::rtr) {
+            r.valid = true;
+            r.req[0] = qp_attr_av | qp_attr_path_mtu | qp_attr_dest_qpn | qp_attr_rq_psn |
+                       qp_attr_max_dest_rd_atomic | qp_attr_min_rnr_timer;
+            r.req[1] = qp_attr_av | qp_attr_path_mtu | qp_attr_dest_qpn | qp_attr_rq_psn;
+            r.opt[0] = r.opt[1] = qp_attr_alt_path | qp_attr_access_flags | qp_attr_pkey_index;
+            r.opt[2] = qp_attr_pkey_index | qp_attr_qkey;
+        }
+        break;
+    case S::rtr:
+        if (next == S::rts) {
+            r.valid = true;
+            r.req[0] = qp_attr_sq_psn | qp_attr_timeout | qp_attr_retry_cnt | qp_attr_rnr_retry |
+                       qp_attr_max_qp_rd_atomic;
+            r.req[1] = r.req[2] = qp_attr_sq_psn;
+            r.opt[0] = qp_attr_cur_state | qp_attr_alt_path | qp_attr_access_flags |
+                       qp_attr_min_rnr_timer | qp_attr_path_mig_state;
+            r.opt[1] = qp_attr_cur_state | qp_attr_alt_path | qp_attr_access_flags |
+                       qp_attr_path_mig_state;
+            r.opt[2] = qp_attr_cur_state | qp_attr_qkey;
+        }
+        break;
+    case S::rts:
+        if (next == S::rts) {
+            r.valid = true;
+            r.opt[0] = qp_attr_cur_state | qp_attr_access_flags | qp_attr_alt_path |
+                       qp_attr_path_mig_state | qp_attr_min_rnr_timer;
+            r.opt[1] = qp_attr_cur_state | qp_attr_access_flags | qp_attr_alt_path |
+                       qp_attr_path_mig_state;
+            r.opt[2] = qp_attr_cur_state | qp_attr_qkey;
+        } else if (next == S::sqd) {
+            r.valid = true;
+            r.opt[0] = r.opt[1] = r.opt[2] = qp_attr_en_sqd_async_notify;
+        }
+        break;
+    case S::sqd:
+        if (next == S::rts) {
+            r.valid = true;
+            r.opt[0] = qp_attr_cur_state | qp_attr_access_flags | qp_attr_alt_path |
+                       qp_attr_path_mig_state | qp_attr_min_rnr_timer;
+            r.opt[1] = qp_attr_cur_state | qp_attr_access_flags | qp_attr_alt_path |
+                       qp_attr_path_mig_state;
+            r.opt[2] = qp_attr_cur_state | qp_attr_qkey;
+        } else if (next == S::sqd) {
+            r.valid = true;
+            r.opt[0] = qp_attr_pkey_index | qp_attr_av | qp_attr_timeout | qp_attr_retry_cnt |
+                       qp_attr_rnr_retry | qp_attr_max_qp_rd_atomic |
+                       qp_attr_max_dest_rd_atomic | qp_attr_cur_state | qp_attr_alt_path |
+                       qp_attr_access_flags | qp_attr_min_rnr_timer | qp_attr_path_mig_state;
+            r.opt[1] = qp_attr_pkey_index | qp_attr_av | qp_attr_cur_state | qp_attr_alt_path |
+                       qp_attr_access_flags | qp_attr_path_mig_state;
+            r.opt[2] = qp_attr_pkey_index | qp_attr_qkey;
+        }
+        break;
+    case S::sqe:
+        if (next == S::rts) {
+            r.valid = true;
+            /* RC never enters SQE (IBTA 10.3.1.7); UC and UD leave it this way. */
+            r.opt[1] = qp_attr_cur_state | qp_attr_access_flags;
+            r.opt[2] = qp_attr_cur_state | qp_attr_qkey;
+        }
+        break;
+    default:
+        break;
+    }
+    return r;
+}
+
+bool qp_modify_is_ok(qp_state cur, qp_state next, qp_type type, unsigned mask) {
+    transition_rule r = rule_for(cur, next);
+    if (!r.valid) return false;
+    if (cur == qp_state::sqe && type == qp_type::rc && next == qp_state::rts) return false;
+    int t = type_index(type);
+    unsigned attrs = mask & ~(unsigned(qp_attr_state));
+    if ((attrs & r.req[t]) != r.req[t]) return false;
+    if (attrs & ~(r.req[t] | r.opt[t])) return false;
+    return true;
+}
+
+verbs_error qp_init(qp *q, const qp_init_attr &a) {
+    device *d = q->dev;
+    if (a.qp_type != qp_type::rc && a.qp_type != qp_type::uc && a.qp_type != qp_type::ud)
+        return verbs_error::inval;
+    if (!a.send_cq || !a.recv_cq) return verbs_error::inval;
+    if (a.cap.max_send_wr > max_qp_wr_limit || a.cap.max_recv_wr > max_qp_wr_limit ||
+        a.cap.max_send_sge > max_sge_limit || a.cap.max_recv_sge > max_sge_limit ||
+        a.cap.max_inline_data > max_inline_limit)
+        return verbs_error::inval;
+    q->type = a.qp_type;
+    q->scq = a.send_cq;
+    q->rcq = a.recv_cq;
+    q->srq = a.srq;
+    q->qp_context = a.qp_context;
+    q->sq_sig_all = a.sq_sig_all != 0;
+    q->cap = a.cap;
+    if (q->cap.max_send_sge == 0) q->cap.max_send_sge = 1;
+    if (q->cap.max_recv_sge == 0) q->cap.max_recv_sge = 1;
+    uint32_t n = std::bit_ceil(q->cap.max_send_wr < 1 ? 1u : q->cap.max_send_wr);
+    q->sq = std::make_unique<send_wqe[]>(n);
+    q->sq_sges = std::make_unique<sge[]>(size_t(n) * q->cap.max_send_sge);
+    if (q->cap.max_inline_data)
+        q->sq_inline = std::make_unique<uint8_t[]>(size_t(n) * q->cap.max_inline_data);
+    for (uint32_t i = 0; i < n; ++i) {
+        q->sq[i].sg = &q->sq_sges[size_t(i) * q->cap.max_send_sge];
+        q->sq[i].inline_buf = q->cap.max_inline_data
+                                  ? &q->sq_inline[size_t(i) * q->cap.max_inline_data]
+                                  : nullptr;
+    }
+    q->sq_mask = n - 1;
+    if (!a.srq) q->rq.init(q->cap.max_recv_wr, q->cap.max_recv_sge);
+    uint32_t rsge = a.srq ? a.srq->rq.max_sge() : q->cap.max_recv_sge;
+    q->resp.wqe_sg = std::make_unique<sge[]>(rsge ? rsge : 1);
+    q->resp.nres = max_rd_atomic_limit;
+    q->resp.res = std::make_unique<rd_resource[]>(q->resp.nres);
+    q->resp.outq = std::make_unique<uint16_t[]>(q->resp.nres * 2);
+    q->resp.outq_mask = q->resp.nres * 2 - 1;
+    q->retrans_timer.fn = comp_retrans_timeout;
+    q->retrans_timer.arg = q;
+    q->rnr_timer.fn = comp_rnr_timeout;
+    q->rnr_timer.arg = q;
+    q->attr.cap = q->cap;
+    q->attr.qp_state = qp_state::reset;
+    q->state = qp_state::reset;
+    q->mtu = 256;
+    (void)d;
+    return verbs_error::ok;
+}
+
+/* Drop all transport state (to RESET). The posted work is discarded, as on
+ * hardware: RESET empties the queues without completions. */
+static void qp_reset(qp *q) {
+    device *d = q->dev;
+    d->timers().cancel(q->retrans_timer);
+    d->timers().cancel(q->rnr_timer);
+    q->sq_head = q->sq_comp = 0;
+    if (!q->srq) q->rq.init(q->cap.max_recv_wr, q->cap.max_recv_sge);
+    q->req = decltype(q->req){};
+    q->comp = decltype(q->comp){};
+    resp_reset(q);
+}
+
+void qp_flush(qp *q) {
+    /* IBTA 10.3.1.11 (Error state): every outstanding WR completes with
+     * "flushed in error", signaled or not. */
+    for (; q->sq_comp != q->sq_head; ++q->sq_comp) {
+        send_wqe &w = sq_at(q, q->sq_comp);
+        post_send_cqe(q, w, wc_status::wr_flush_err);
+    }
+    q->req.wqe = q->sq_head;
+    q->req.offset = 0;
+    if (q->resp.have_wqe) {
+        post_recv_cqe(q, q->resp.wqe_id, wc_status::wr_flush_err, wc_opcode::recv, 0, 0, 0, 0);
+        q->resp.have_wqe = false;
+    }
+    if (!q->srq) {
+        while (!q->rq.empty()) {
+            post_recv_cqe(q, q->rq.front().wr_id, wc_status::wr_flush_err, wc_opcode::recv, 0, 0,
+                          0, 0);
+            q->rq.pop();
+        }
+    }
+}
+
+void qp_to_error(qp *q) {
+    if (q->state == qp_state::err) return;
+    q->state = qp_state::err;
+    q->attr.qp_state = qp_state::err;
+    q->dev->timers().cancel(q->retrans_timer);
+    q->dev->timers().cancel(q->rnr_timer);
+    q->req.need_retry = false;
+    q->req.rnr_wait = false;
+    q->resp.ack_pending = false;
+    q->resp.outq_head = q->resp.outq_tail = 0;
+    qp_flush(q);
+}
+
+static verbs_error validate_values(qp *q, const qp_attr &a, unsigned mask) {
+    device *d = q->dev;
+    if ((mask & qp_attr_cur_state) && a.cur_qp_state != q->state) return verbs_error::inval;
+    if ((mask & qp_attr_port) && a.port_num != 1) return verbs_error::inval;
+    if ((mask & qp_attr_pkey_index) && a.pkey_index != 0) return verbs_error::inval;
+    if ((mask & qp_attr_path_mtu) &&
+        (!mtu_valid(a.path_mtu) || unsigned(a.path_mtu) > unsigned(d->config().max_mtu)))
+        return verbs_error::inval;
+    if ((mask & qp_attr_dest_qpn) && a.dest_qp_num > psn_mask) return verbs_error::inval;
+    if ((mask & qp_attr_rq_psn) && a.rq_psn > psn_mask) return verbs_error::inval;
+    if ((mask & qp_attr_sq_psn) && a.sq_psn > psn_mask) return verbs_error::inval;
+    if ((mask & qp_attr_timeout) && a.timeout > 31) return verbs_error::inval;
+    if ((mask & qp_attr_retry_cnt) && a.retry_cnt > 7) return verbs_error::inval;
+    if ((mask & qp_attr_rnr_retry) && a.rnr_retry > 7) return verbs_error::inval;
+    if ((mask & qp_attr_min_rnr_timer) && a.min_rnr_timer > 31) return verbs_error::inval;
+    if ((mask & qp_attr_max_qp_rd_atomic) && a.max_rd_atomic > max_rd_atomic_limit)
+        return verbs_error::inval;
+    if ((mask & qp_attr_max_dest_rd_atomic) && a.max_dest_rd_atomic > max_rd_atomic_limit)
+        return verbs_error::inval;
+    if ((mask & qp_attr_access_flags) &&
+        (a.qp_access_flags & ~unsigned(access_local_write | access_remote_write |
+                                       access_remote_read | access_remote_atomic)))
+        return verbs_error::inval;
+    if ((mask & qp_attr_en_sqd_async_notify) && a.en_sqd_async_notify > 1) return verbs_error::inval;
+    if (mask & (qp_attr_alt_path | qp_attr_path_mig_state)) return verbs_error::notsup;
+    if (mask & qp_attr_cap) return verbs_error::inval;
+    return verbs_error::ok;
+}
+
+verbs_error qp_modify(qp *q, const qp_attr &a, unsigned mask) {
+    device *d = q->dev;
+    qp_state cur = q->state;
+    qp_state next = (mask & qp_attr_state) ? a.qp_state : cur;
+    if (unsigned(next) > unsigned(qp_state::err)) return verbs_error::inval;
+    if (!qp_modify_is_ok(cur, next, q->type, mask)) return verbs_error::inval;
+    verbs_error e = validate_values(q, a, mask);
+    if (e != verbs_error::ok) return e;
+
+    roce_path path = q->path;
+    if (mask & qp_attr_av) {
+        uint32_t dqpn = (mask & qp_attr_dest_qpn) ? a.dest_qp_num : q->attr.dest_qp_num;
+        e = d->resolve_path(a.ah_attr, q->qpn, dqpn, q->type, path);
+        if (e != verbs_error::ok) return e;
+    }
+
+    /* All checks passed: apply. */
+    qp_attr &s = q->attr;
+    if (mask & qp_attr_access_flags) s.qp_access_flags = a.qp_access_flags;
+    if (mask & qp_attr_pkey_index) s.pkey_index = a.pkey_index;
+    if (mask & qp_attr_port) s.port_num = a.port_num;
+    if (mask & qp_attr_qkey) s.qkey = a.qkey;
+    if (mask & qp_attr_av) {
+        s.ah_attr = a.ah_attr;
+        q->path = path;
+        make_hdr_template(q->hdr, q->path, d->dev()->caps().ipv4_csum_offload);
+    }
+    if (mask & qp_attr_path_mtu) {
+        s.path_mtu = a.path_mtu;
+        q->mtu = mtu_to_bytes(a.path_mtu);
+    }
+    if (mask & qp_attr_timeout) s.timeout = a.timeout;
+    if (mask & qp_attr_retry_cnt) {
+        s.retry_cnt = a.retry_cnt;
+        q->comp.retry_left = a.retry_cnt;
+    }
+    if (mask & qp_attr_rnr_retry) {
+        s.rnr_retry = a.rnr_retry;
+        q->comp.rnr_left = a.rnr_retry;
+    }
+    if (mask & qp_attr_rq_psn) {
+        s.rq_psn = a.rq_psn;
+        q->resp.psn = a.rq_psn;
+    }
+    if (mask & qp_attr_sq_psn) {
+        s.sq_psn = a.sq_psn;
+        q->req.psn = a.sq_psn;
+        q->req.max_psn_sent = a.sq_psn;
+        q->comp.psn = a.sq_psn;
+    }
+    if (mask & qp_attr_min_rnr_timer) s.min_rnr_timer = a.min_rnr_timer;
+    if (mask & qp_attr_max_qp_rd_atomic) s.max_rd_atomic = a.max_rd_atomic;
+    if (mask & qp_attr_max_dest_rd_atomic) s.max_dest_rd_atomic = a.max_dest_rd_atomic;
+    if (mask & qp_attr_dest_qpn) s.dest_qp_num = a.dest_qp_num;
+    if (mask & qp_attr_en_sqd_async_notify) s.en_sqd_async_notify = a.en_sqd_async_notify;
+    if ((mask & qp_attr_dest_qpn) && !(mask & qp_attr_av) && q->type != qp_type::ud) {
+        /* the UDP source port depends on both QPNs */
+        q->path.flow_label = calc_flow_label(q->qpn, s.dest_qp_num);
+        q->path.udp_sport = flow_label_to_udp_sport(q->path.flow_label);
+        make_hdr_template(q->hdr, q->path, d->dev()->caps().ipv4_csum_offload);
+    }
+
+    if (next != cur) {
+        switch (next) {
+        case qp_state::reset:
+            qp_reset(q);
+            q->state = next;
+            break;
+        case qp_state::err:
+            qp_to_error(q);
+            break;
+        default:
+            q->state = next;
+            break;
+        }
+        s.qp_state = q->state;
+        s.sq_draining = 0;
+        if (next == qp_state::rts || next == qp_state::err) d->schedule(q);
+    }
+    return verbs_error::ok;
+}
+
+} // namespace uroce

@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Queue pairs: the QP object, its send/receive work queues, and the state of
+ * its three engines (requester, responder, completer), with the internal
+ * functions of each role file (as rxe_loc.h lists rxe's).
+ */
+#ifndef UROCE_QP_H
+#define UROCE_QP_H
+
+#include <cstdint>
+#include <memory>
+
+#include "uroce_build.h"
+#include "uroce_counters.h"
+#include "uroce_mr.h"
+#include "uroce_parse.h"
+#include "uroce_pkt.h"
+#include "uroce_srq.h"
+#include "uroce_timer.h"
+#include "uroce_verbs.h"
+
+struct rte_mbuf;
+
+namespace uroce {
+
+struct cq;
+
+/* Transport limits (rxe_param.h values where rxe has one). */
+inline constexpr uint32_t max_unacked_psns = 128;  /* requester window */
+inline constexpr uint32_t ack_req_interval = 32;   /* AckReq at least every N packets */
+inline constexpr uint32_t max_sge_limit = 32;
+inline constexpr uint32_t max_inline_limit = 512;
+inline constexpr uint32_t max_qp_wr_limit = 16384;
+inline constexpr uint32_t max_rd_atomic_limit = 128;
+inline constexpr uint32_t max_msg_size = 1u << 31;
+inline constexpr uint32_t resp_burst = 64;         /* read-response packets per QP per poll */
+inline constexpr uint32_t req_burst = 64;          /* request packets per QP per poll */
+
+enum class wqe_state : uint8_t { posted, issued, done, error };
+
+struct send_wqe {
+    uint64_t wr_id = 0;
+    wr_opcode opcode = wr_opcode::send;
+    unsigned flags = 0;
+    uint32_t imm_or_inv = 0;
+    uint64_t remote_addr = 0;
+    uint32_t rkey = 0;
+    uint64_t compare_add = 0;
+    uint64_t swap = 0;
+    struct ah *ah = nullptr;
+    uint32_t remote_qpn = 0;
+    uint32_t remote_qkey = 0;
+    uint32_t num_sge = 0;
+    uint64_t length = 0;
+    sge *sg = nullptr;
+    uint8_t *inline_buf = nullptr;
+    bool is_inline = false;
+    bool signaled = false;
+    bool rd_counted = false; /* counted in req.rd_atomic_outstanding */
+    wqe_state state = wqe_state::posted;
+    wc_status status = wc_status::success;
+    uint32_t first_psn = 0;
+    uint32_t last_psn = 0;
+};
+
+/* A responder resource for a READ or an atomic (IBTA 9.7.5.1.4: the
+ * responder keeps max_dest_rd_atomic of them to answer duplicates). */
+struct rd_resource {
+    enum : uint8_t { none, read, atomic } type = none;
+    uint32_t first_psn = 0;
+    uint32_t last_psn = 0;
+    uint64_t va = 0;      /* READ: original range */
+    uint64_t length = 0;
+    uint32_t rkey = 0;
+    uint64_t orig = 0;    /* ATOMIC: the value returned (replayed for duplicates) */
+    uint32_t msn = 0;
+    /* output progress (READ stream or pending atomic ACK) */
+    bool queued = false;
+    uint32_t cur_psn = 0;
+    uint64_t cur_off = 0; /* byte offset into [va, va+length) */
+    uint64_t end_off = 0;
+};
+
+struct ah {
+    device *dev = nullptr;
+    struct pd *pd = nullptr;
+    ah_attr attr;
+    roce_path path;
+    hdr_template hdr;
+};
+
+struct qp {
+    device *dev = nullptr;
+    struct pd *pd = nullptr;
+    cq *scq = nullptr;
+    cq *rcq = nullptr;
+    struct srq *srq = nullptr;
+    void *qp_context = nullptr;
+    qp_type type = qp_type::rc;
+    uint32_t qpn = 0;
+    qp_state state = qp_state::reset;
+    bool sq_sig_all = false;
+    qp_cap cap;
+    qp_attr attr;       /* current attributes (query_qp) */
+    uint32_t mtu = 1024; /* path MTU in bytes */
+    roce_path path;
+    hdr_template hdr;
+
+    /* send queue: [sq_comp, sq_head) posted and not yet completed */
+    std::unique_ptr<send_wqe[]> sq;
+    std::unique_ptr<sge[]> sq_sges;
+    std::unique_ptr<uint8_t[]> sq_inline;
+    uint32_t sq_mask = 0;
+    uint32_t sq_head = 0;
+    uint32_t sq_comp = 0;
+    recv_ring rq;
+
+    struct {
+        uint32_t psn = 0;          /* next PSN to send */
+        uint32_t wqe = 0;          /* index of the WQE being sent */
+        uint64_t offset = 0;       /* bytes of it already sent */
+        uint32_t pkts_since_ack_req = 0;
+        uint32_t rd_atomic_outstanding = 0;
+        uint32_t max_psn_sent = 0; /* highest PSN ever sent + 1, for counting re-sends */
+        bool need_retry = false;
+        bool rnr_wait = false;
+    } req;
+
+    struct {
+        uint32_t psn = 0;       /* oldest PSN not yet acknowledged */
+        uint8_t retry_left = 0;
+        uint8_t rnr_left = 0;
+        bool retry_guard = false; /* a NAK/gap retry is under way: ignore more of them */
+    } comp;
+
+    struct {
+        uint32_t psn = 0;  /* expected PSN */
+        uint32_t msn = 0;
+        bool nak_sent = false;
+        enum : uint8_t { none, send, write } in_msg = none;
+        bool uc_drop = false; /* UC: dropping until the next FIRST/ONLY */
+        /* the receive WQE of the SEND / WRITE_WITH_IMM in progress */
+        bool have_wqe = false;
+        uint64_t wqe_id = 0;
+        uint32_t wqe_num_sge = 0;
+        uint64_t wqe_len = 0;
+        std::unique_ptr<sge[]> wqe_sg;
+        uint64_t recv_off = 0;
+        /* the WRITE in progress */
+        uint64_t write_va = 0;
+        uint64_t write_len = 0;
+        uint64_t write_off = 0;
+        /* coalesced ACK/NAK, sent after queued READ/atomic responses */
+        bool ack_pending = false;
+        uint8_t ack_syndrome = 0;
+        uint32_t ack_psn = 0;
+        /* READ/atomic resources and the FIFO of those with output pending */
+        std::unique_ptr<rd_resource[]> res;
+        uint32_t nres = 0;
+        uint32_t res_next = 0;
+        std::unique_ptr<uint16_t[]> outq;
+        uint32_t outq_mask = 0;
+        uint32_t outq_head = 0;
+        uint32_t outq_tail = 0;
+    } resp;
+
+    timer_node retrans_timer;
+    timer_node rnr_timer;
+    qp_counters cnt;
+
+    /* device scheduling list */
+    bool scheduled = false;
+    qp *sched_next = nullptr;
+};
+
+/* ---- uroce_qp.cpp: state machine */
+verbs_error qp_init(qp *q, const qp_init_attr &a);
+verbs_error qp_modify(qp *q, const qp_attr &a, unsigned mask);
+void qp_to_error(qp *q);
+void qp_flush(qp *q);
+bool qp_modify_is_ok(qp_state cur, qp_state next, qp_type type, unsigned mask);
+uint64_t local_ack_timeout_ns(uint8_t timeout);
+uint64_t rnr_timer_ns(uint8_t code);
+
+/* ---- uroce_req.cpp: requester */
+verbs_error req_post_send(qp *q, send_wr *wr, send_wr **bad_wr);
+unsigned req_process(qp *q, unsigned budget);
+void req_start_retry(qp *q);
+bool req_has_work(const qp *q);
+
+/* ---- uroce_comp.cpp: completer */
+void comp_rcv(qp *q, const roce_packet &p, rte_mbuf *m);
+void comp_complete_wqe(qp *q, send_wqe &w);
+void comp_retrans_timeout(void *arg);
+void comp_rnr_timeout(void *arg);
+void comp_arm_retrans(qp *q);
+bool comp_outstanding(const qp *q);
+
+/* ---- uroce_resp.cpp: responder */
+void resp_rcv(qp *q, const roce_packet &p, rte_mbuf *m);
+unsigned resp_process(qp *q, unsigned budget);
+bool resp_has_work(const qp *q);
+void resp_reset(qp *q);
+
+/* ---- completions (uroce_comp.cpp) */
+void post_send_cqe(qp *q, const send_wqe &w, wc_status st);
+void post_recv_cqe(qp *q, uint64_t wr_id, wc_status st, wc_opcode op, uint32_t byte_len,
+                   unsigned flags, uint32_t imm, uint32_t src_qp);
+
+static inline send_wqe &sq_at(qp *q, uint32_t idx) { return q->sq[idx & q->sq_mask]; }
+static inline const send_wqe &sq_at(const qp *q, uint32_t idx) { return q->sq[idx & q->sq_mask]; }
+
+} // namespace uroce
+
+#endif

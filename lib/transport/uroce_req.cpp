@@ -1,0 +1,356 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Requester (rxe_req.c's job): validates and queues send work requests,
+ * segments each WQE into path-MTU packets with FIRST/MIDDLE/LAST/ONLY
+ * opcodes, assigns PSNs, enforces the send window, max_rd_atomic and
+ * fences, and restarts from the completer's PSN on retry (go-back-N).
+ * Packets are rebuilt from the WQE on retransmission; nothing is kept per
+ * packet.
+ */
+#include <cstring>
+
+#include <rte_mbuf.h>
+
+#include "uroce_cq.h"
+#include "uroce_device.h"
+#include "uroce_psn.h"
+#include "uroce_qp.h"
+
+namespace uroce {
+
+static bool opcode_allowed(qp_type t, wr_opcode op) {
+    switch (t) {
+    case qp_type::rc:
+        return op == wr_opcode::send || op == wr_opcode::send_with_imm ||
+               op == wr_opcode::send_with_inv || op == wr_opcode::rdma_write ||
+               op == wr_opcode::rdma_write_with_imm || op == wr_opcode::rdma_read ||
+               op == wr_opcode::atomic_cmp_and_swp || op == wr_opcode::atomic_fetch_and_add;
+    case qp_type::uc:
+        return op == wr_opcode::send || op == wr_opcode::send_with_imm ||
+               op == wr_opcode::rdma_write || op == wr_opcode::rdma_write_with_imm;
+    case qp_type::ud:
+        return op == wr_opcode::send || op == wr_opcode::send_with_imm;
+    }
+    return false;
+}
+
+static inline bool is_rd_atomic(wr_opcode op) {
+    return op == wr_opcode::rdma_read || op == wr_opcode::atomic_cmp_and_swp ||
+           op == wr_opcode::atomic_fetch_and_add;
+}
+static inline bool is_atomic(wr_opcode op) {
+    return op == wr_opcode::atomic_cmp_and_swp || op == wr_opcode::atomic_fetch_and_add;
+}
+
+static verbs_error check_wr(const qp *q, const send_wr *wr, uint64_t *len_out) {
+    if (!opcode_allowed(q->type, wr->opcode)) return verbs_error::inval;
+    if (wr->num_sge < 0 || uint32_t(wr->num_sge) > q->cap.max_send_sge) return verbs_error::inval;
+    if (wr->num_sge > 0 && !wr->sg_list) return verbs_error::inval;
+    uint64_t len = 0;
+    for (int i = 0; i < wr->num_sge; ++i) len += wr->sg_list[i].length;
+    if (len > max_msg_size) return verbs_error::inval;
+    if (wr->send_flags & send_inline) {
+        if (is_rd_atomic(wr->opcode) || len > q->cap.max_inline_data) return verbs_error::inval;
+    }
+    if (is_atomic(wr->opcode) && (wr->num_sge != 1 || len != 8)) return verbs_error::inval;
+    if (q->type == qp_type::ud) {
+        if (!wr->wr.ud.ah || wr->wr.ud.ah->dev != q->dev) return verbs_error::inval;
+        if (len > q->dev->max_mtu_bytes() || wr->wr.ud.remote_qpn > psn_mask)
+            return verbs_error::inval;
+    }
+    *len_out = len;
+    return verbs_error::ok;
+}
+
+verbs_error req_post_send(qp *q, send_wr *wr, send_wr **bad_wr) {
+    if (q->state == qp_state::reset || q->state == qp_state::init || q->state == qp_state::rtr) {
+        if (bad_wr) *bad_wr = wr;
+        return verbs_error::inval;
+    }
+    for (; wr; wr = wr->next) {
+        uint64_t len = 0;
+        verbs_error e = check_wr(q, wr, &len);
+        if (e == verbs_error::ok && q->sq_head - q->sq_comp > q->sq_mask) e = verbs_error::nomem;
+        if (e == verbs_error::ok && q->sq_head - q->sq_comp >= q->cap.max_send_wr)
+            e = verbs_error::nomem;
+        if (e != verbs_error::ok) {
+            if (bad_wr) *bad_wr = wr;
+            return e;
+        }
+        send_wqe &w = sq_at(q, q->sq_head);
+        w.wr_id = wr->wr_id;
+        w.opcode = wr->opcode;
+        w.flags = wr->send_flags;
+        w.imm_or_inv = wr->imm_data;
+        w.length = len;
+        w.signaled = q->sq_sig_all || (wr->send_flags & send_signaled);
+        w.state = wqe_state::posted;
+        w.status = wc_status::success;
+        w.rd_counted = false;
+        w.ah = nullptr;
+        if (is_atomic(wr->opcode)) {
+            w.remote_addr = wr->wr.atomic.remote_addr;
+            w.rkey = wr->wr.atomic.rkey;
+            w.compare_add = wr->wr.atomic.compare_add;
+            w.swap = wr->wr.atomic.swap;
+        } else if (q->type == qp_type::ud) {
+            w.ah = wr->wr.ud.ah;
+            w.remote_qpn = wr->wr.ud.remote_qpn;
+            w.remote_qkey = wr->wr.ud.remote_qkey;
+        } else {
+            w.remote_addr = wr->wr.rdma.remote_addr;
+            w.rkey = wr->wr.rdma.rkey;
+        }
+        w.is_inline = (wr->send_flags & send_inline) && len > 0;
+        if (w.is_inline) {
+            uint8_t *p = w.inline_buf;
+            for (int i = 0; i < wr->num_sge; ++i) {
+                std::memcpy(p, reinterpret_cast<const void *>(wr->sg_list[i].addr),
+                            wr->sg_list[i].length);
+                p += wr->sg_list[i].length;
+            }
+            w.num_sge = 0;
+        } else {
+            w.num_sge = uint32_t(wr->num_sge);
+            for (int i = 0; i < wr->num_sge; ++i) w.sg[i] = wr->sg_list[i];
+        }
+        ++q->sq_head;
+    }
+    if (q->state == qp_state::err)
+        qp_flush(q); /* IBTA 10.3.1.11: WRs posted in Error complete as flushed */
+    else
+        q->dev->schedule(q);
+    return verbs_error::ok;
+}
+
+/* Local memory of a WQE: every SGE must name a registered MR of the QP's PD
+ * covering it; READ and atomic results are written, so they need local write. */
+static bool check_local(qp *q, send_wqe &w) {
+    if (w.is_inline) return true;
+    unsigned need = (w.opcode == wr_opcode::rdma_read || is_atomic(w.opcode)) ? unsigned(access_local_write) : 0u;
+    for (uint32_t i = 0; i < w.num_sge; ++i) {
+        if (w.sg[i].length == 0) continue;
+        mr *m;
+        if (mr_check(q->dev->mrs(), w.sg[i].lkey, q->pd, need, w.sg[i].addr, w.sg[i].length, &m) !=
+            mr_status::ok)
+            return false;
+    }
+    return true;
+}
+
+bool req_has_work(const qp *q) {
+    if (q->state != qp_state::rts && q->state != qp_state::sqd) return false;
+    if (q->req.need_retry) return true;
+    return q->req.wqe != q->sq_head && !q->req.rnr_wait;
+}
+
+/* Go-back-N (IBTA 9.7.5.2.7 / C9-?: the requester resends from the first
+ * unacknowledged PSN). Packets are rebuilt from the WQEs. */
+static void do_retry(qp *q) {
+    q->req.need_retry = false;
+    q->req.wqe = q->sq_comp;
+    q->req.psn = q->comp.psn;
+    q->req.offset = 0;
+    q->req.pkts_since_ack_req = 0;
+    if (q->sq_comp == q->sq_head) return;
+    send_wqe &w = sq_at(q, q->sq_comp);
+    if (w.state == wqe_state::posted || w.state == wqe_state::error) return;
+    int32_t done_psns = psn_diff(q->comp.psn, w.first_psn);
+    if (done_psns > 0 && !is_atomic(w.opcode)) {
+        q->req.offset = uint64_t(done_psns) * q->mtu;
+        if (q->req.offset > w.length) q->req.offset = w.length;
+    }
+    ++q->cnt.retransmits;
+}
+
+void req_start_retry(qp *q) {
+    q->req.need_retry = true;
+    q->dev->schedule(q);
+}
+
+static void fill_bth(const qp *q, bth_fields &b, uint8_t opcode, uint32_t psn, uint32_t dqpn) {
+    b.opcode = opcode;
+    b.psn = psn;
+    b.dest_qp = dqpn;
+    (void)q;
+}
+
+static uint8_t pick_opcode(qp_type t, wr_opcode op, bool first, bool last) {
+    uint8_t base = t == qp_type::uc ? 0x20 : 0x00;
+    using O = ib_opcode;
+    switch (op) {
+    case wr_opcode::send:
+        return base + to_u8(first ? (last ? O::rc_send_only : O::rc_send_first)
+                                  : (last ? O::rc_send_last : O::rc_send_middle));
+    case wr_opcode::send_with_imm:
+        return base + to_u8(first ? (last ? O::rc_send_only_imm : O::rc_send_first)
+                                  : (last ? O::rc_send_last_imm : O::rc_send_middle));
+    case wr_opcode::send_with_inv:
+        return to_u8(first ? (last ? O::rc_send_only_inv : O::rc_send_first)
+                           : (last ? O::rc_send_last_inv : O::rc_send_middle));
+    case wr_opcode::rdma_write:
+        return base + to_u8(first ? (last ? O::rc_rdma_write_only : O::rc_rdma_write_first)
+                                  : (last ? O::rc_rdma_write_last : O::rc_rdma_write_middle));
+    case wr_opcode::rdma_write_with_imm:
+        return base + to_u8(first ? (last ? O::rc_rdma_write_only_imm : O::rc_rdma_write_first)
+                                  : (last ? O::rc_rdma_write_last_imm : O::rc_rdma_write_middle));
+    default:
+        return 0xff;
+    }
+}
+
+/* Send one packet of the current WQE; false when out of mbufs. */
+static bool send_one(qp *q, send_wqe &w) {
+    device *d = q->dev;
+    bth_fields b;
+    ext_fields x;
+    payload_src src;
+    src.sg = w.sg;
+    src.num_sge = w.num_sge;
+    src.flat = w.is_inline ? w.inline_buf : nullptr;
+    uint32_t payload = 0;
+    uint32_t npsn = 1;
+    bool last_pkt = true;
+    const hdr_template *hdr = &q->hdr;
+    uint32_t psn = q->req.psn;
+
+    if (q->type == qp_type::ud) {
+        b.opcode = to_u8(w.opcode == wr_opcode::send_with_imm ? ib_opcode::ud_send_only_imm
+                                                              : ib_opcode::ud_send_only);
+        b.dest_qp = w.remote_qpn;
+        /* IBTA 10.2.4: a WR Q_Key with the high bit set means "use the QP's". */
+        x.qkey = (w.remote_qkey & 0x80000000u) ? q->attr.qkey : w.remote_qkey;
+        x.src_qp = q->qpn;
+        x.imm_raw = w.imm_or_inv;
+        payload = uint32_t(w.length);
+        hdr = &w.ah->hdr;
+    } else if (w.opcode == wr_opcode::rdma_read) {
+        uint64_t rem = w.length - q->req.offset;
+        b.opcode = to_u8(ib_opcode::rc_rdma_read_request);
+        x.va = w.remote_addr + q->req.offset;
+        x.rkey = w.rkey;
+        x.dma_length = uint32_t(rem);
+        /* IBTA 9.7.4.1.3: a READ of n bytes consumes ceil(n / MTU) PSNs (at least one). */
+        npsn = rem == 0 ? 1 : uint32_t((rem + q->mtu - 1) / q->mtu);
+    } else if (is_atomic(w.opcode)) {
+        b.opcode = to_u8(w.opcode == wr_opcode::atomic_cmp_and_swp ? ib_opcode::rc_compare_swap
+                                                                    : ib_opcode::rc_fetch_add);
+        x.va = w.remote_addr;
+        x.rkey = w.rkey;
+        x.swap_add = w.opcode == wr_opcode::atomic_cmp_and_swp ? w.swap : w.compare_add;
+        x.compare = w.compare_add;
+    } else {
+        uint64_t rem = w.length - q->req.offset;
+        bool first = q->req.offset == 0;
+        last_pkt = rem <= q->mtu;
+        payload = last_pkt ? uint32_t(rem) : q->mtu;
+        b.opcode = pick_opcode(q->type, w.opcode, first, last_pkt);
+        if (first) {
+            x.va = w.remote_addr;
+            x.rkey = w.rkey;
+            x.dma_length = uint32_t(w.length);
+        }
+        x.imm_raw = w.imm_or_inv;
+        if (w.opcode == wr_opcode::send_with_inv) x.rkey = w.imm_or_inv;
+        src.offset = q->req.offset;
+    }
+    if (q->type != qp_type::ud) b.dest_qp = q->attr.dest_qp_num;
+    b.psn = psn;
+    b.solicited = last_pkt && (w.flags & send_solicited);
+    /* AckReq on the last packet of a message and at least every
+     * ack_req_interval packets (IBTA 9.7.6.1.2 leaves the choice to the requester). */
+    if (q->type == qp_type::rc) {
+        ++q->req.pkts_since_ack_req;
+        if (last_pkt || q->req.pkts_since_ack_req >= ack_req_interval) {
+            b.ack_req = true;
+            q->req.pkts_since_ack_req = 0;
+        }
+    }
+    (void)fill_bth;
+    rte_mbuf *m = pkt_build(d->pool(), *hdr, b, x, &src, payload, d->next_ip_id());
+    if (!m) {
+        ++d->cnt().tx_alloc_fail;
+        return false;
+    }
+    d->tx(m);
+    ++q->cnt.tx_pkts;
+    q->cnt.tx_bytes += payload;
+    if (q->type == qp_type::rc && psn_diff(psn, q->req.max_psn_sent) < 0) ++q->cnt.retrans_pkts;
+    q->req.psn = psn_add(psn, npsn);
+    if (psn_diff(q->req.psn, q->req.max_psn_sent) > 0) q->req.max_psn_sent = q->req.psn;
+
+    if (q->type == qp_type::rc) {
+        if (w.opcode == wr_opcode::rdma_read || is_atomic(w.opcode)) {
+            q->req.offset = w.length;
+        } else {
+            q->req.offset += payload;
+        }
+        bool wqe_done = last_pkt || w.opcode == wr_opcode::rdma_read || is_atomic(w.opcode);
+        if (wqe_done) {
+            q->req.offset = 0;
+            ++q->req.wqe;
+        }
+        if (!q->retrans_timer.armed()) comp_arm_retrans(q);
+    } else {
+        /* UC and UD: no responses; the WQE completes once its last packet is out. */
+        q->req.offset += payload;
+        if (last_pkt) {
+            q->req.offset = 0;
+            ++q->req.wqe;
+            w.state = wqe_state::done;
+            comp_complete_wqe(q, w);
+        }
+    }
+    return true;
+}
+
+unsigned req_process(qp *q, unsigned budget) {
+    if (q->state != qp_state::rts && q->state != qp_state::sqd) return 0;
+    if (q->req.need_retry) do_retry(q);
+    if (q->req.rnr_wait) return 0;
+    unsigned sent = 0;
+    uint32_t max_rd = q->attr.max_rd_atomic ? q->attr.max_rd_atomic : 1;
+    while (sent < budget && q->req.wqe != q->sq_head) {
+        /* SQD: finish the WQE in progress, start no new one (IBTA 10.3.1.6). */
+        if (q->state == qp_state::sqd && q->req.offset == 0 &&
+            sq_at(q, q->req.wqe).state == wqe_state::posted)
+            break;
+        if (q->type == qp_type::rc &&
+            psn_diff(q->req.psn, q->comp.psn) >= int32_t(max_unacked_psns))
+            break;
+        send_wqe &w = sq_at(q, q->req.wqe);
+        if (w.state == wqe_state::error) break;
+        if (w.state == wqe_state::posted) {
+            if (q->type == qp_type::rc) {
+                /* Fence: wait for every earlier READ and atomic to complete (IBTA 10.8.3.3). */
+                if ((w.flags & send_fence) && q->req.rd_atomic_outstanding) break;
+                if (is_rd_atomic(w.opcode) && q->req.rd_atomic_outstanding >= max_rd) break;
+            }
+            if (!check_local(q, w)) {
+                w.state = wqe_state::error;
+                w.status = wc_status::loc_prot_err;
+                /* complete in order: only once everything before it is done */
+                if (q->sq_comp == q->req.wqe) {
+                    post_send_cqe(q, w, w.status);
+                    ++q->sq_comp;
+                    qp_to_error(q);
+                }
+                break;
+            }
+            w.state = wqe_state::issued;
+            w.first_psn = q->req.psn;
+            uint64_t npsn = 1;
+            if (!is_atomic(w.opcode) && q->type != qp_type::ud)
+                npsn = w.length == 0 ? 1 : (w.length + q->mtu - 1) / q->mtu;
+            w.last_psn = psn_add(w.first_psn, uint32_t(npsn - 1));
+            if (is_rd_atomic(w.opcode) && !w.rd_counted) {
+                w.rd_counted = true;
+                ++q->req.rd_atomic_outstanding;
+            }
+        }
+        if (!send_one(q, w)) break;
+        ++sent;
+    }
+    return sent;
+}
+
+} // namespace uroce

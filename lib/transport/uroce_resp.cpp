@@ -1,0 +1,628 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Responder (rxe_resp.c's job): PSN and opcode-sequence checks, receive WQE
+ * consumption, SEND/WRITE placement, READ and atomic execution through
+ * responder resources, duplicate handling (IBTA 9.9.2, C9-105..C9-115),
+ * RNR and error NAKs, and coalesced ACKs.
+ *
+ * Response order: READ responses and atomic ACKs are queued per QP (outq)
+ * and streamed from poll(); a coalesced ACK/NAK is sent only after the
+ * queue drains, so the requester always sees responses in PSN order.
+ */
+#include <cstring>
+
+#include <rte_mbuf.h>
+
+#include "uroce_cq.h"
+#include "uroce_device.h"
+#include "uroce_psn.h"
+#include "uroce_qp.h"
+
+namespace uroce {
+
+void resp_reset(qp *q) {
+    auto &r = q->resp;
+    r.psn = 0;
+    r.msn = 0;
+    r.nak_sent = false;
+    r.in_msg = r.none;
+    r.uc_drop = false;
+    r.have_wqe = false;
+    r.recv_off = 0;
+    r.write_va = r.write_len = r.write_off = 0;
+    r.ack_pending = false;
+    r.res_next = 0;
+    r.outq_head = r.outq_tail = 0;
+    for (uint32_t i = 0; i < r.nres; ++i) r.res[i] = rd_resource{};
+}
+
+bool resp_has_work(const qp *q) {
+    return q->resp.ack_pending || q->resp.outq_head != q->resp.outq_tail;
+}
+
+static void set_ack(qp *q, uint8_t syndrome, uint32_t psn) {
+    q->resp.ack_pending = true;
+    q->resp.ack_syndrome = syndrome;
+    q->resp.ack_psn = psn;
+    q->dev->schedule(q);
+}
+
+static bool send_ack_pkt(qp *q, uint8_t syndrome, uint32_t psn, uint32_t msn) {
+    device *d = q->dev;
+    bth_fields b;
+    ext_fields x;
+    b.opcode = to_u8(ib_opcode::rc_acknowledge);
+    b.dest_qp = q->attr.dest_qp_num;
+    b.psn = psn;
+    x.syndrome = syndrome;
+    x.msn = msn;
+    rte_mbuf *m = pkt_build(d->pool(), q->hdr, b, x, nullptr, 0, d->next_ip_id());
+    if (!m) {
+        ++d->cnt().tx_alloc_fail;
+        return false;
+    }
+    d->tx(m);
+    ++q->cnt.tx_pkts;
+    ++q->cnt.tx_acks;
+    return true;
+}
+
+/* Class C / D errors the responder cannot recover from (IBTA 9.9.3.1): NAK
+ * at once, then the QP goes to Error. */
+static void nak_fatal(qp *q, uint8_t nak_code, uint32_t psn) {
+    switch (nak_code) {
+    case aeth_syndrome::nak_invalid_request:
+        ++q->cnt.inv_req_naks_sent;
+        break;
+    case aeth_syndrome::nak_remote_access_error:
+        ++q->cnt.access_naks_sent;
+        break;
+    default:
+        ++q->cnt.op_naks_sent;
+        break;
+    }
+    if (q->type == qp_type::rc) send_ack_pkt(q, aeth_syndrome::make_nak(nak_code), psn, q->resp.msn);
+    qp_to_error(q);
+}
+
+static recv_ring *recv_queue(qp *q) { return q->srq ? &q->srq->rq : &q->rq; }
+static const pd *recv_pd(qp *q) { return q->srq ? q->srq->pd : q->pd; }
+
+static bool get_recv_wqe(qp *q) {
+    auto &r = q->resp;
+    if (r.have_wqe) return true;
+    recv_ring *rq = recv_queue(q);
+    if (rq->empty()) return false;
+    recv_wqe &w = rq->front();
+    r.wqe_id = w.wr_id;
+    r.wqe_num_sge = w.num_sge;
+    r.wqe_len = w.length;
+    for (uint32_t i = 0; i < w.num_sge; ++i) r.wqe_sg[i] = w.sg[i];
+    rq->pop();
+    r.have_wqe = true;
+    r.recv_off = 0;
+    return true;
+}
+
+enum class put_status { ok, length, prot };
+
+/* Write len bytes into the receive WQE at byte offset off, from flat or from
+ * the packet's payload (starting at payload offset poff). */
+static put_status recv_put(qp *q, uint64_t off, const uint8_t *flat, const roce_packet *p,
+                           rte_mbuf *m, uint32_t poff, uint32_t len) {
+    auto &r = q->resp;
+    if (off + len > r.wqe_len) return put_status::length;
+    uint32_t i = 0;
+    while (i < r.wqe_num_sge && off >= r.wqe_sg[i].length) off -= r.wqe_sg[i++].length;
+    uint32_t done = 0;
+    while (done < len && i < r.wqe_num_sge) {
+        const sge &s = r.wqe_sg[i];
+        uint64_t avail = s.length - off;
+        uint32_t c = avail < len - done ? uint32_t(avail) : len - done;
+        mr *mm;
+        if (mr_check(q->dev->mrs(), s.lkey, recv_pd(q), access_local_write, s.addr + off, c, &mm) !=
+            mr_status::ok)
+            return put_status::prot;
+        uint8_t *dst = reinterpret_cast<uint8_t *>(s.addr + off);
+        if (flat)
+            std::memcpy(dst, flat + done, c);
+        else
+            pkt_copy_payload(*p, m, poff + done, dst, c);
+        done += c;
+        off = 0;
+        ++i;
+    }
+    return put_status::ok;
+}
+
+static rd_resource *alloc_res(qp *q) {
+    auto &r = q->resp;
+    uint32_t n = q->attr.max_dest_rd_atomic ? q->attr.max_dest_rd_atomic : 1;
+    if (n > r.nres) n = r.nres;
+    rd_resource *res = &r.res[r.res_next % n];
+    if (res->queued) return nullptr; /* more outstanding than max_dest_rd_atomic */
+    r.res_next = (r.res_next + 1) % n;
+    return res;
+}
+
+static void outq_push(qp *q, rd_resource *res) {
+    auto &r = q->resp;
+    if (res->queued) return;
+    res->queued = true;
+    r.outq[r.outq_head & r.outq_mask] = uint16_t(res - r.res.get());
+    ++r.outq_head;
+    q->dev->schedule(q);
+}
+
+/* Drop queued output for requests after psn: the requester is going back
+ * to psn and will ask for them again (go-back-N). */
+static void outq_truncate_after(qp *q, uint32_t psn) {
+    auto &r = q->resp;
+    uint32_t keep = r.outq_tail;
+    for (uint32_t i = r.outq_tail; i != r.outq_head; ++i) {
+        rd_resource &res = r.res[r.outq[i & r.outq_mask]];
+        if (psn_diff(res.first_psn, psn) > 0) {
+            res.queued = false;
+        } else {
+            r.outq[keep & r.outq_mask] = r.outq[i & r.outq_mask];
+            ++keep;
+        }
+    }
+    r.outq_head = keep;
+}
+
+static void duplicate(qp *q, const roce_packet &p) {
+    auto &r = q->resp;
+    const opcode_info &info = *p.info;
+    uint32_t psn = p.psn();
+    ++q->cnt.dup_requests;
+    if (info.has_any(op_flag::send | op_flag::write)) {
+        /* C9-105: a duplicate SEND/WRITE is acknowledged, never executed again. */
+        set_ack(q, aeth_syndrome::make_ack(aeth_syndrome::ack_unlimited_credits), psn_sub(r.psn, 1));
+        return;
+    }
+    if (info.has(op_flag::read)) {
+        /* Re-read from the saved resource: the new range must lie inside the
+         * original one (checked without overflow: rxe read out of bounds here). */
+        const reth *h = p.reth();
+        for (uint32_t i = 0; i < r.nres; ++i) {
+            rd_resource &res = r.res[i];
+            if (res.type != rd_resource::read) continue;
+            if (psn_diff(psn, res.first_psn) < 0 || psn_diff(psn, res.last_psn) > 0) continue;
+            uint64_t va = h->va(), len = h->dma_length();
+            if (va < res.va || len > res.length || va - res.va > res.length - len) return;
+            uint64_t off = va - res.va;
+            if (off != uint64_t(psn_diff(psn, res.first_psn)) * q->mtu) return;
+            if (off + len != res.length) return;
+            ++q->cnt.dup_reads;
+            outq_truncate_after(q, psn);
+            res.cur_psn = psn;
+            res.cur_off = off;
+            res.end_off = res.length;
+            outq_push(q, &res);
+            return;
+        }
+        return; /* no resource: silently dropped (C9-111) */
+    }
+    if (info.has(op_flag::atomic)) {
+        for (uint32_t i = 0; i < r.nres; ++i) {
+            rd_resource &res = r.res[i];
+            if (res.type != rd_resource::atomic || res.first_psn != psn) continue;
+            /* C9-114: replay the saved result; never execute twice. */
+            ++q->cnt.dup_atomics;
+            outq_truncate_after(q, psn);
+            res.cur_psn = psn;
+            outq_push(q, &res);
+            return;
+        }
+    }
+}
+
+static void ud_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
+    const deth *dh = p.deth();
+    if (!dh) return;
+    if (dh->qkey() != q->attr.qkey) {
+        ++q->cnt.ud_qkey_drops; /* IBTA 10.2.4: Q_Key violation, silently dropped */
+        return;
+    }
+    if (!get_recv_wqe(q)) {
+        ++q->cnt.ud_no_wqe_drops;
+        return;
+    }
+    auto &r = q->resp;
+    /* ibverbs UD: the first 40 bytes of the buffer receive the GRH; for
+     * RoCEv2 over IPv4 that is 20 zero bytes and the IPv4 header. */
+    uint8_t grh[40] = {};
+    if (p.ip_version == 4)
+        std::memcpy(grh + 20, p.hdr + p.l3_offset, sizeof(ipv4_hdr));
+    else
+        std::memcpy(grh, p.hdr + p.l3_offset, sizeof(ipv6_hdr));
+    put_status st = recv_put(q, 0, grh, nullptr, nullptr, 0, 40);
+    if (st == put_status::ok) st = recv_put(q, 40, nullptr, &p, m, 0, p.payload_len);
+    r.have_wqe = false;
+    if (st != put_status::ok) {
+        post_recv_cqe(q, r.wqe_id,
+                      st == put_status::length ? wc_status::loc_len_err : wc_status::loc_prot_err,
+                      wc_opcode::recv, 0, 0, 0, dh->src_qp());
+        return;
+    }
+    unsigned flags = wc_grh;
+    uint32_t imm = 0;
+    if (const immdt *i = p.immdt()) {
+        flags |= wc_with_imm;
+        imm = i->imm_raw();
+    }
+    ++q->cnt.rx_pkts;
+    q->cnt.rx_bytes += p.payload_len;
+    post_recv_cqe(q, r.wqe_id, wc_status::success, wc_opcode::recv, 40 + p.payload_len, flags, imm,
+                  dh->src_qp());
+}
+
+void resp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
+    auto &r = q->resp;
+    if (q->state != qp_state::rtr && q->state != qp_state::rts && q->state != qp_state::sqd &&
+        q->state != qp_state::sqe) {
+        ++q->cnt.state_drops;
+        return;
+    }
+    if (q->type == qp_type::ud) {
+        ud_rcv(q, p, m);
+        return;
+    }
+    const opcode_info &info = *p.info;
+    const bool rc = q->type == qp_type::rc;
+    uint32_t psn = p.psn();
+    const bool first = info.has(op_flag::first);
+    const bool last = info.has(op_flag::last);
+
+    if (rc) {
+        int32_t d = psn_diff(psn, r.psn);
+        if (d > 0) {
+            /* C9-108?: out of sequence: one PSN sequence error NAK carrying
+             * the expected PSN, then silence until that PSN arrives. */
+            ++q->cnt.out_of_seq;
+            if (!r.nak_sent) {
+                r.nak_sent = true;
+                ++q->cnt.seq_naks_sent;
+                set_ack(q, aeth_syndrome::make_nak(aeth_syndrome::nak_psn_seq_error), r.psn);
+            }
+            return;
+        }
+        if (d < 0) {
+            duplicate(q, p);
+            return;
+        }
+        r.nak_sent = false;
+    } else {
+        /* UC (IBTA 9.8.3): no ACKs; after a gap drop up to the next FIRST/ONLY. */
+        if (psn != r.psn || r.uc_drop) {
+            if (!first) {
+                r.uc_drop = true;
+                r.psn = psn_add(psn, 1);
+                ++q->cnt.uc_dropped;
+                return;
+            }
+            r.uc_drop = false;
+            r.in_msg = r.none;
+            r.recv_off = 0; /* a partly filled receive WQE is reused */
+        }
+    }
+
+    /* Opcode sequence (IBTA 9.8.2.1 / C9-?): a MIDDLE/LAST must continue the
+     * message in progress; a FIRST/ONLY must not interrupt one. */
+    const bool is_send = info.has(op_flag::send);
+    const bool is_write = info.has(op_flag::write);
+    bool seq_ok;
+    if (r.in_msg == r.none)
+        seq_ok = first;
+    else
+        seq_ok = !first && ((r.in_msg == r.send && is_send) || (r.in_msg == r.write && is_write));
+    /* Payload sizes: FIRST and MIDDLE carry exactly one MTU, LAST 1..MTU, ONLY 0..MTU. */
+    bool len_ok = true;
+    if (is_send || is_write) {
+        if (!last)
+            len_ok = p.payload_len == q->mtu;
+        else if (!first)
+            len_ok = p.payload_len >= 1 && p.payload_len <= q->mtu;
+        else
+            len_ok = p.payload_len <= q->mtu;
+    }
+    if (!seq_ok || !len_ok) {
+        ++q->cnt.opcode_seq_errors;
+        if (rc) {
+            nak_fatal(q, aeth_syndrome::nak_invalid_request, psn);
+        } else {
+            r.uc_drop = true;
+            r.in_msg = r.none;
+            r.psn = psn_add(psn, 1);
+        }
+        return;
+    }
+
+    if (is_send) {
+        if (first && !get_recv_wqe(q)) {
+            if (rc) {
+                /* Receiver not ready (IBTA 9.7.5.2.8): RNR NAK with our min_rnr_timer. */
+                ++q->cnt.rnr_naks_sent;
+                r.nak_sent = true;
+                set_ack(q, aeth_syndrome::make_rnr_nak(q->attr.min_rnr_timer), psn);
+            } else {
+                ++q->cnt.uc_dropped;
+                r.uc_drop = true;
+                r.psn = psn_add(psn, 1);
+            }
+            return;
+        }
+        put_status st = recv_put(q, r.recv_off, nullptr, &p, m, 0, p.payload_len);
+        if (st != put_status::ok) {
+            wc_status ws = st == put_status::length ? wc_status::loc_len_err : wc_status::loc_prot_err;
+            post_recv_cqe(q, r.wqe_id, ws, wc_opcode::recv, 0, 0, 0, 0);
+            r.have_wqe = false;
+            if (rc) {
+                nak_fatal(q, st == put_status::length ? aeth_syndrome::nak_invalid_request
+                                                      : aeth_syndrome::nak_remote_op_error,
+                          psn);
+            } else {
+                r.uc_drop = true;
+                r.in_msg = r.none;
+                r.psn = psn_add(psn, 1);
+            }
+            return;
+        }
+        r.recv_off += p.payload_len;
+        r.in_msg = last ? r.none : r.send;
+        if (last) {
+            unsigned flags = 0;
+            uint32_t imm = 0;
+            if (const immdt *i = p.immdt()) {
+                flags |= wc_with_imm;
+                imm = i->imm_raw();
+            }
+            if (const ieth *ie = p.ieth()) {
+                /* SEND with Invalidate (IBTA 9.4.4 / 10.6.6): the named R_Key of
+                 * this PD stops working. */
+                mr *mm = q->dev->mrs().lookup(ie->rkey());
+                if (!mm || mm->pd != q->pd) {
+                    post_recv_cqe(q, r.wqe_id, wc_status::rem_inv_req_err, wc_opcode::recv, 0, 0, 0, 0);
+                    r.have_wqe = false;
+                    nak_fatal(q, aeth_syndrome::nak_invalid_request, psn);
+                    return;
+                }
+                mm->valid = false;
+                flags |= wc_with_inv;
+                imm = ie->rkey();
+            }
+            post_recv_cqe(q, r.wqe_id, wc_status::success, wc_opcode::recv, uint32_t(r.recv_off),
+                          flags, imm, 0);
+            r.have_wqe = false;
+            r.msn = psn_add(r.msn, 1);
+        }
+    } else if (is_write) {
+        if (first) {
+            if (!(q->attr.qp_access_flags & access_remote_write)) {
+                if (rc) nak_fatal(q, aeth_syndrome::nak_invalid_request, psn);
+                return;
+            }
+            const reth *h = p.reth();
+            uint64_t va = h->va(), len = h->dma_length();
+            if (len) {
+                mr *mm;
+                /* C9-?: a zero-length RDMA WRITE checks no R_Key (IBTA 9.4.5). */
+                if (mr_check(q->dev->mrs(), h->rkey(), q->pd, access_remote_write, va, len, &mm) !=
+                    mr_status::ok) {
+                    if (rc)
+                        nak_fatal(q, aeth_syndrome::nak_remote_access_error, psn);
+                    else {
+                        r.uc_drop = true;
+                        r.psn = psn_add(psn, 1);
+                    }
+                    return;
+                }
+            }
+            r.write_va = va;
+            r.write_len = len;
+            r.write_off = 0;
+        }
+        if (info.has(op_flag::immdt) && !get_recv_wqe(q)) {
+            if (rc) {
+                ++q->cnt.rnr_naks_sent;
+                r.nak_sent = true;
+                set_ack(q, aeth_syndrome::make_rnr_nak(q->attr.min_rnr_timer), psn);
+            } else {
+                r.uc_drop = true;
+                r.in_msg = r.none;
+                r.psn = psn_add(psn, 1);
+            }
+            return;
+        }
+        if (r.write_off + p.payload_len > r.write_len ||
+            (last && r.write_off + p.payload_len != r.write_len)) {
+            if (rc)
+                nak_fatal(q, aeth_syndrome::nak_invalid_request, psn);
+            else {
+                r.uc_drop = true;
+                r.in_msg = r.none;
+                r.psn = psn_add(psn, 1);
+            }
+            return;
+        }
+        if (p.payload_len)
+            pkt_copy_payload(p, m, 0, reinterpret_cast<uint8_t *>(r.write_va + r.write_off),
+                             p.payload_len);
+        r.write_off += p.payload_len;
+        r.in_msg = last ? r.none : r.write;
+        if (last) {
+            if (const immdt *i = p.immdt()) {
+                post_recv_cqe(q, r.wqe_id, wc_status::success, wc_opcode::recv_rdma_with_imm,
+                              uint32_t(r.write_len), wc_with_imm, i->imm_raw(), 0);
+                r.have_wqe = false;
+            }
+            r.msn = psn_add(r.msn, 1);
+        }
+    } else if (info.has(op_flag::read) && rc) {
+        if (!(q->attr.qp_access_flags & access_remote_read)) {
+            nak_fatal(q, aeth_syndrome::nak_invalid_request, psn);
+            return;
+        }
+        const reth *h = p.reth();
+        uint64_t va = h->va(), len = h->dma_length();
+        if (len) {
+            mr *mm;
+            if (mr_check(q->dev->mrs(), h->rkey(), q->pd, access_remote_read, va, len, &mm) !=
+                mr_status::ok) {
+                nak_fatal(q, aeth_syndrome::nak_remote_access_error, psn);
+                return;
+            }
+        }
+        rd_resource *res = alloc_res(q);
+        if (!res) {
+            nak_fatal(q, aeth_syndrome::nak_invalid_request, psn);
+            return;
+        }
+        uint32_t npsn = len == 0 ? 1 : uint32_t((len + q->mtu - 1) / q->mtu);
+        res->type = rd_resource::read;
+        res->first_psn = psn;
+        res->last_psn = psn_add(psn, npsn - 1);
+        res->va = va;
+        res->length = len;
+        res->rkey = h->rkey();
+        res->cur_psn = psn;
+        res->cur_off = 0;
+        res->end_off = len;
+        r.msn = psn_add(r.msn, 1);
+        res->msn = r.msn;
+        r.psn = psn_add(psn, npsn);
+        outq_push(q, res);
+        ++q->cnt.rx_pkts;
+        return;
+    } else if (info.has(op_flag::atomic) && rc) {
+        if (!(q->attr.qp_access_flags & access_remote_atomic)) {
+            nak_fatal(q, aeth_syndrome::nak_invalid_request, psn);
+            return;
+        }
+        const atomic_eth *h = p.atomic_eth();
+        uint64_t va = h->va();
+        /* C9-?: atomics need an 8-byte aligned VA, else invalid request. */
+        if (va & 7) {
+            nak_fatal(q, aeth_syndrome::nak_invalid_request, psn);
+            return;
+        }
+        mr *mm;
+        if (mr_check(q->dev->mrs(), h->rkey(), q->pd, access_remote_atomic, va, 8, &mm) !=
+            mr_status::ok) {
+            nak_fatal(q, aeth_syndrome::nak_remote_access_error, psn);
+            return;
+        }
+        rd_resource *res = alloc_res(q);
+        if (!res) {
+            nak_fatal(q, aeth_syndrome::nak_invalid_request, psn);
+            return;
+        }
+        /* Atomic with respect to every QP of the process: host atomics. */
+        uint64_t *target = reinterpret_cast<uint64_t *>(va);
+        uint64_t orig;
+        if (p.opcode == to_u8(ib_opcode::rc_compare_swap)) {
+            orig = h->compare();
+            __atomic_compare_exchange_n(target, &orig, h->swap_add(), false, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_SEQ_CST);
+        } else {
+            orig = __atomic_fetch_add(target, h->swap_add(), __ATOMIC_SEQ_CST);
+        }
+        res->type = rd_resource::atomic;
+        res->first_psn = res->last_psn = psn;
+        res->orig = orig;
+        res->cur_psn = psn;
+        r.msn = psn_add(r.msn, 1);
+        res->msn = r.msn;
+        r.psn = psn_add(psn, 1);
+        outq_push(q, res);
+        ++q->cnt.rx_pkts;
+        return;
+    } else {
+        if (rc) nak_fatal(q, aeth_syndrome::nak_invalid_request, psn);
+        return;
+    }
+
+    ++q->cnt.rx_pkts;
+    q->cnt.rx_bytes += p.payload_len;
+    r.psn = psn_add(psn, 1);
+    if (rc && p.bth()->ack_req())
+        set_ack(q, aeth_syndrome::make_ack(aeth_syndrome::ack_unlimited_credits), psn);
+}
+
+/* Stream queued READ responses and atomic ACKs, then the coalesced ACK. */
+unsigned resp_process(qp *q, unsigned budget) {
+    auto &r = q->resp;
+    device *d = q->dev;
+    if (q->state == qp_state::err || q->state == qp_state::reset) {
+        r.outq_head = r.outq_tail = 0;
+        r.ack_pending = false;
+        return 0;
+    }
+    unsigned sent = 0;
+    while (sent < budget && r.outq_tail != r.outq_head) {
+        rd_resource &res = r.res[r.outq[r.outq_tail & r.outq_mask]];
+        bth_fields b;
+        ext_fields x;
+        b.dest_qp = q->attr.dest_qp_num;
+        b.psn = res.cur_psn;
+        x.syndrome = aeth_syndrome::make_ack(aeth_syndrome::ack_unlimited_credits);
+        x.msn = res.msn;
+        rte_mbuf *m;
+        bool done;
+        if (res.type == rd_resource::atomic) {
+            b.opcode = to_u8(ib_opcode::rc_atomic_acknowledge);
+            x.orig = res.orig;
+            m = pkt_build(d->pool(), q->hdr, b, x, nullptr, 0, d->next_ip_id());
+            done = true;
+        } else {
+            uint64_t left = res.end_off - res.cur_off;
+            uint32_t len = left < q->mtu ? uint32_t(left) : q->mtu;
+            bool first = res.cur_psn == res.first_psn;
+            bool last = res.cur_psn == res.last_psn;
+            using O = ib_opcode;
+            b.opcode = to_u8(first ? (last ? O::rc_rdma_read_response_only
+                                           : O::rc_rdma_read_response_first)
+                                   : (last ? O::rc_rdma_read_response_last
+                                           : O::rc_rdma_read_response_middle));
+            payload_src src;
+            if (len) {
+                /* the MR may have gone since the request: check again */
+                mr *mm;
+                if (mr_check(d->mrs(), res.rkey, q->pd, access_remote_read, res.va + res.cur_off,
+                             len, &mm) != mr_status::ok) {
+                    nak_fatal(q, aeth_syndrome::nak_remote_access_error, res.cur_psn);
+                    return sent;
+                }
+                src.flat = reinterpret_cast<const uint8_t *>(res.va + res.cur_off);
+            }
+            m = pkt_build(d->pool(), q->hdr, b, x, &src, len, d->next_ip_id());
+            done = last;
+            if (m) {
+                res.cur_off += len;
+                q->cnt.tx_bytes += len;
+            }
+        }
+        if (!m) {
+            ++d->cnt().tx_alloc_fail;
+            return sent;
+        }
+        d->tx(m);
+        ++q->cnt.tx_pkts;
+        ++sent;
+        if (done) {
+            res.queued = false;
+            ++r.outq_tail;
+        } else {
+            res.cur_psn = psn_add(res.cur_psn, 1);
+        }
+    }
+    if (r.outq_tail == r.outq_head && r.ack_pending && sent < budget) {
+        if (send_ack_pkt(q, r.ack_syndrome, r.ack_psn, r.msn)) {
+            r.ack_pending = false;
+            ++sent;
+        }
+    }
+    return sent;
+}
+
+} // namespace uroce

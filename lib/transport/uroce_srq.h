@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Receive work queues: the ring behind a QP's RQ and behind a shared receive
+ * queue (IBTA 10.2.9.5; rxe_srq.c). A receive WQE is consumed when the first
+ * packet of a message that needs one arrives (SEND, WRITE_WITH_IMM).
+ */
+#ifndef UROCE_SRQ_H
+#define UROCE_SRQ_H
+
+#include <cstdint>
+#include <memory>
+
+#include "uroce_verbs.h"
+
+namespace uroce {
+
+struct recv_wqe {
+    uint64_t wr_id = 0;
+    uint32_t num_sge = 0;
+    uint64_t length = 0; /* sum of the SGE lengths */
+    sge *sg = nullptr;   /* max_sge entries owned by the ring */
+};
+
+class recv_ring {
+  public:
+    void init(uint32_t max_wr, uint32_t max_sge);
+    uint32_t max_wr() const { return max_wr_; }
+    uint32_t max_sge() const { return max_sge_; }
+    uint32_t count() const { return head_ - tail_; }
+    bool empty() const { return head_ == tail_; }
+    bool full() const { return count() >= max_wr_; }
+    /* Copy r into the ring (the caller validated it). */
+    void push(const recv_wr &r);
+    recv_wqe &front() { return slots_[tail_ & mask_]; }
+    void pop() { ++tail_; }
+
+  private:
+    std::unique_ptr<recv_wqe[]> slots_;
+    std::unique_ptr<sge[]> sges_;
+    uint32_t mask_ = 0, max_wr_ = 0, max_sge_ = 0;
+    uint32_t head_ = 0, tail_ = 0;
+};
+
+struct srq {
+    device *dev = nullptr;
+    struct pd *pd = nullptr;
+    void *srq_context = nullptr;
+    recv_ring rq;
+    uint32_t srq_limit = 0;
+    uint32_t usecnt = 0;
+};
+
+/* Validate a chain of receive WRs against max_sge; stops at the first bad one. */
+verbs_error recv_ring_post(recv_ring &rq, recv_wr *wr, recv_wr **bad_wr);
+
+} // namespace uroce
+
+#endif

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Hashed timer wheel (Varghese & Lauck scheme 6): O(1) arm and cancel, timers
+ * are intrusive (embedded in the QP), no allocation. One wheel per device,
+ * advanced from device::poll(). Resolution is one tick (1024 ns); timers
+ * further out than one revolution stay in their slot for more rounds.
+ */
+#ifndef UROCE_TIMER_H
+#define UROCE_TIMER_H
+
+#include <cstdint>
+
+namespace uroce {
+
+struct timer_node {
+    timer_node *prev = nullptr;
+    timer_node *next = nullptr;
+    uint64_t expire_tick = 0;
+    void (*fn)(void *arg) = nullptr;
+    void *arg = nullptr;
+
+    bool armed() const { return prev != nullptr; }
+};
+
+class timer_wheel {
+  public:
+    static constexpr unsigned tick_shift = 10; /* 1 tick = 1024 ns */
+    static constexpr unsigned num_slots = 4096; /* one revolution ~ 4.2 ms */
+
+    timer_wheel();
+    timer_wheel(const timer_wheel &) = delete;
+    timer_wheel &operator=(const timer_wheel &) = delete;
+
+    void start(uint64_t now_ns) { cur_tick_ = now_ns >> tick_shift; }
+    /* (Re)arm t to fire no earlier than now + delay_ns. */
+    void arm(timer_node &t, uint64_t now_ns, uint64_t delay_ns);
+    void cancel(timer_node &t);
+    /* Fire every timer due at now_ns; returns how many fired. */
+    unsigned advance(uint64_t now_ns);
+    unsigned armed_count() const { return armed_; }
+
+  private:
+    timer_node slots_[num_slots]; /* list heads (circular, sentinel) */
+    uint64_t cur_tick_ = 0;
+    unsigned armed_ = 0;
+};
+
+} // namespace uroce
+
+#endif

@@ -1,0 +1,384 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * uroce verbs: a libibverbs-shaped API over the userspace RoCEv2 transport.
+ *
+ * Porting from libibverbs is a rename: ibv_post_send -> uroce::post_send,
+ * struct ibv_send_wr -> uroce::send_wr, IBV_WC_SUCCESS -> wc_status::success,
+ * IBV_ACCESS_REMOTE_WRITE -> access_remote_write, ... Every enum keeps the
+ * numeric value of its ibverbs twin (rdma-core libibverbs/verbs.h), so values
+ * can cross a wire or a log unchanged.
+ *
+ * Differences from libibverbs, all deliberate:
+ *  - errors are typed (verbs_error, whose values are the errno ibverbs would
+ *    return) instead of errno / -1;
+ *  - there is no kernel: the owner drives progress with device::rx_burst()
+ *    and device::poll() (see uroce_device.h), on the same thread that posts
+ *    and polls (run-to-completion, one thread per device);
+ *  - an address handle carries the destination MAC (no neighbour resolution).
+ */
+#ifndef UROCE_VERBS_H
+#define UROCE_VERBS_H
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+
+#include "uroce_gid.h"
+
+struct rte_mempool;
+
+namespace uroce {
+
+class device;
+using context = device;
+struct pd;
+struct mr;
+struct cq;
+struct qp;
+struct srq;
+struct ah;
+class netdev;
+class clock_source;
+
+/* ---------------------------------------------------------------- errors */
+
+/* What ibverbs would put in errno; ok is 0. */
+enum class verbs_error : int {
+    ok = 0,
+    perm = EPERM,
+    noent = ENOENT,
+    again = EAGAIN,
+    nomem = ENOMEM,
+    busy = EBUSY,
+    inval = EINVAL,
+    notsup = EOPNOTSUPP,
+};
+const char *verbs_error_str(verbs_error e);
+
+/* ---------------------------------------------------------------- enums (ibverbs values) */
+
+enum class wc_status : uint8_t {
+    success = 0,
+    loc_len_err = 1,
+    loc_qp_op_err = 2,
+    loc_eec_op_err = 3,
+    loc_prot_err = 4,
+    wr_flush_err = 5,
+    mw_bind_err = 6,
+    bad_resp_err = 7,
+    loc_access_err = 8,
+    rem_inv_req_err = 9,
+    rem_access_err = 10,
+    rem_op_err = 11,
+    retry_exc_err = 12,
+    rnr_retry_exc_err = 13,
+    loc_rdd_viol_err = 14,
+    rem_inv_rd_req_err = 15,
+    rem_abort_err = 16,
+    inv_eecn_err = 17,
+    inv_eec_state_err = 18,
+    fatal_err = 19,
+    resp_timeout_err = 20,
+    general_err = 21,
+};
+const char *wc_status_str(wc_status s); /* ibv_wc_status_str's strings */
+
+enum class wc_opcode : uint16_t {
+    send = 0,
+    rdma_write = 1,
+    rdma_read = 2,
+    comp_swap = 3,
+    fetch_add = 4,
+    bind_mw = 5,
+    local_inv = 6,
+    recv = 128,
+    recv_rdma_with_imm = 129,
+};
+
+enum class wr_opcode : uint8_t {
+    rdma_write = 0,
+    rdma_write_with_imm = 1,
+    send = 2,
+    send_with_imm = 3,
+    rdma_read = 4,
+    atomic_cmp_and_swp = 5,
+    atomic_fetch_and_add = 6,
+    local_inv = 7,
+    bind_mw = 8,
+    send_with_inv = 9,
+};
+
+/* ibv_send_flags */
+enum send_flags : unsigned {
+    send_fence = 1u << 0,
+    send_signaled = 1u << 1,
+    send_solicited = 1u << 2,
+    send_inline = 1u << 3,
+};
+
+/* ibv_access_flags */
+enum access_flags : unsigned {
+    access_local_write = 1u << 0,
+    access_remote_write = 1u << 1,
+    access_remote_read = 1u << 2,
+    access_remote_atomic = 1u << 3,
+};
+
+/* ibv_wc_flags */
+enum wc_flags : unsigned {
+    wc_grh = 1u << 0,
+    wc_with_imm = 1u << 1,
+    wc_with_inv = 1u << 3,
+};
+
+enum class qp_state : uint8_t { reset = 0, init = 1, rtr = 2, rts = 3, sqd = 4, sqe = 5, err = 6 };
+const char *qp_state_str(qp_state s);
+
+enum class qp_type : uint8_t { rc = 2, uc = 3, ud = 4 };
+
+enum class mtu : uint8_t { mtu_256 = 1, mtu_512 = 2, mtu_1024 = 3, mtu_2048 = 4, mtu_4096 = 5 };
+static inline constexpr uint32_t mtu_to_bytes(mtu m) { return 128u << unsigned(m); }
+static inline constexpr bool mtu_valid(mtu m) { return unsigned(m) >= 1 && unsigned(m) <= 5; }
+
+/* ibv_qp_attr_mask */
+enum qp_attr_mask : unsigned {
+    qp_attr_state = 1u << 0,
+    qp_attr_cur_state = 1u << 1,
+    qp_attr_en_sqd_async_notify = 1u << 2,
+    qp_attr_access_flags = 1u << 3,
+    qp_attr_pkey_index = 1u << 4,
+    qp_attr_port = 1u << 5,
+    qp_attr_qkey = 1u << 6,
+    qp_attr_av = 1u << 7,
+    qp_attr_path_mtu = 1u << 8,
+    qp_attr_timeout = 1u << 9,
+    qp_attr_retry_cnt = 1u << 10,
+    qp_attr_rnr_retry = 1u << 11,
+    qp_attr_rq_psn = 1u << 12,
+    qp_attr_max_qp_rd_atomic = 1u << 13,
+    qp_attr_alt_path = 1u << 14,
+    qp_attr_min_rnr_timer = 1u << 15,
+    qp_attr_sq_psn = 1u << 16,
+    qp_attr_max_dest_rd_atomic = 1u << 17,
+    qp_attr_path_mig_state = 1u << 18,
+    qp_attr_cap = 1u << 19,
+    qp_attr_dest_qpn = 1u << 20,
+};
+
+/* ---------------------------------------------------------------- work requests and completions */
+
+struct sge {
+    uint64_t addr = 0;
+    uint32_t length = 0;
+    uint32_t lkey = 0;
+};
+
+struct send_wr {
+    uint64_t wr_id = 0;
+    send_wr *next = nullptr;
+    sge *sg_list = nullptr;
+    int num_sge = 0;
+    wr_opcode opcode = wr_opcode::send;
+    unsigned send_flags = 0;
+    union {
+        uint32_t imm_data; /* network byte order, as in ibv_send_wr */
+        uint32_t invalidate_rkey;
+    };
+    union {
+        struct {
+            uint64_t remote_addr;
+            uint32_t rkey;
+        } rdma;
+        struct {
+            uint64_t remote_addr;
+            uint64_t compare_add;
+            uint64_t swap;
+            uint32_t rkey;
+        } atomic;
+        struct {
+            struct ah *ah;
+            uint32_t remote_qpn;
+            uint32_t remote_qkey;
+        } ud;
+    } wr;
+    send_wr() : imm_data(0), wr{} {}
+};
+
+struct recv_wr {
+    uint64_t wr_id = 0;
+    recv_wr *next = nullptr;
+    sge *sg_list = nullptr;
+    int num_sge = 0;
+};
+
+struct wc {
+    uint64_t wr_id = 0;
+    wc_status status = wc_status::success;
+    wc_opcode opcode = wc_opcode::send;
+    uint32_t vendor_err = 0;
+    uint32_t byte_len = 0;
+    union {
+        uint32_t imm_data; /* network byte order */
+        uint32_t invalidated_rkey;
+    };
+    uint32_t qp_num = 0;
+    uint32_t src_qp = 0; /* UD: the sender's QPN (from DETH) */
+    unsigned wc_flags = 0;
+    uint16_t pkey_index = 0;
+    uint16_t slid = 0;
+    uint8_t sl = 0;
+    uint8_t dlid_path_bits = 0;
+    wc() : imm_data(0) {}
+};
+
+/* ---------------------------------------------------------------- attributes */
+
+/* ibv_global_route */
+struct global_route {
+    gid dgid;
+    uint32_t flow_label = 0;
+    uint8_t sgid_index = 0;
+    uint8_t hop_limit = 64;
+    uint8_t traffic_class = 0;
+};
+
+/* ibv_ah_attr plus the resolved destination MAC (RoCE has no LIDs). */
+struct ah_attr {
+    global_route grh;
+    uint16_t dlid = 0;
+    uint8_t sl = 0;
+    uint8_t src_path_bits = 0;
+    uint8_t static_rate = 0;
+    uint8_t is_global = 1; /* RoCE always carries the GRH (as IP) */
+    uint8_t port_num = 1;
+    uint8_t dmac[6] = {};
+};
+
+struct qp_cap {
+    uint32_t max_send_wr = 0;
+    uint32_t max_recv_wr = 0;
+    uint32_t max_send_sge = 1;
+    uint32_t max_recv_sge = 1;
+    uint32_t max_inline_data = 0;
+};
+
+struct qp_init_attr {
+    void *qp_context = nullptr;
+    cq *send_cq = nullptr;
+    cq *recv_cq = nullptr;
+    uroce::srq *srq = nullptr;
+    qp_cap cap;
+    uroce::qp_type qp_type = uroce::qp_type::rc;
+    int sq_sig_all = 0;
+};
+
+struct qp_attr {
+    uroce::qp_state qp_state = uroce::qp_state::reset;
+    uroce::qp_state cur_qp_state = uroce::qp_state::reset;
+    mtu path_mtu = mtu::mtu_1024;
+    uint32_t qkey = 0;
+    uint32_t rq_psn = 0;
+    uint32_t sq_psn = 0;
+    uint32_t dest_qp_num = 0;
+    unsigned qp_access_flags = 0;
+    qp_cap cap;
+    uroce::ah_attr ah_attr;
+    uint16_t pkey_index = 0;
+    uint8_t en_sqd_async_notify = 0;
+    uint8_t sq_draining = 0;
+    uint8_t max_rd_atomic = 0;
+    uint8_t max_dest_rd_atomic = 0;
+    uint8_t min_rnr_timer = 0;
+    uint8_t port_num = 1;
+    uint8_t timeout = 0;
+    uint8_t retry_cnt = 0;
+    uint8_t rnr_retry = 0;
+};
+
+struct srq_attr {
+    uint32_t max_wr = 0;
+    uint32_t max_sge = 1;
+    uint32_t srq_limit = 0;
+};
+struct srq_init_attr {
+    void *srq_context = nullptr;
+    srq_attr attr;
+};
+
+/* ibv_device_attr, the fields that mean something here. */
+struct device_attr {
+    uint32_t max_mr_size = 0;
+    uint32_t max_qp = 0;
+    uint32_t max_qp_wr = 0;
+    uint32_t max_sge = 0;
+    uint32_t max_cq = 0;
+    uint32_t max_cqe = 0;
+    uint32_t max_mr = 0;
+    uint32_t max_pd = 0;
+    uint32_t max_qp_rd_atom = 0;
+    uint32_t max_qp_init_rd_atom = 0;
+    uint32_t max_srq_wr = 0;
+    uint32_t max_inline_data = 0;
+    uint32_t max_msg_sz = 0;
+    mtu max_mtu = mtu::mtu_4096;
+};
+
+/* ---------------------------------------------------------------- device */
+
+/* Everything a device needs to exist; see uroce_netdev.h for the driver side. */
+struct device_config {
+    netdev *dev = nullptr;            /* the NIC (or memlink port) to send through */
+    rte_mempool *pool = nullptr;      /* pktmbuf pool for TX; data room >= max frame */
+    gid gids[4];                      /* GID table: index 0..num_gids-1 */
+    unsigned num_gids = 0;
+    clock_source *clock = nullptr;    /* nullptr: the TSC */
+    uint64_t seed = 0;                /* key-byte generator seed (0: from the TSC) */
+    uint32_t max_qp = 1024;
+    uint32_t max_mr = 4096;
+    mtu max_mtu = mtu::mtu_4096;
+};
+
+/* Open a device (ibv_open_device). The context owns every object created on it. */
+context *open_device(const device_config &cfg, verbs_error *err = nullptr);
+verbs_error close_device(context *ctx);
+verbs_error query_device(context *ctx, device_attr *attr);
+verbs_error query_gid(context *ctx, uint8_t port_num, int index, gid *out);
+
+/* ---------------------------------------------------------------- control path */
+
+pd *alloc_pd(context *ctx, verbs_error *err = nullptr);
+verbs_error dealloc_pd(pd *p);
+
+/* Register [addr, addr+length) with access_flags (access_local_write, ...).
+ * Remote write or atomic access requires local write, as in ibv_reg_mr. */
+mr *reg_mr(pd *p, void *addr, size_t length, unsigned access, verbs_error *err = nullptr);
+verbs_error dereg_mr(mr *m);
+uint32_t mr_lkey(const mr *m);
+uint32_t mr_rkey(const mr *m);
+
+cq *create_cq(context *ctx, int cqe, void *cq_context = nullptr, verbs_error *err = nullptr);
+verbs_error destroy_cq(cq *c);
+/* Up to num completions into wc[]; returns how many (>= 0), like ibv_poll_cq. */
+int poll_cq(cq *c, int num, wc *wc);
+
+srq *create_srq(pd *p, const srq_init_attr &attr, verbs_error *err = nullptr);
+verbs_error destroy_srq(srq *s);
+verbs_error post_srq_recv(srq *s, recv_wr *wr, recv_wr **bad_wr);
+
+ah *create_ah(pd *p, const ah_attr &attr, verbs_error *err = nullptr);
+verbs_error destroy_ah(ah *a);
+
+qp *create_qp(pd *p, const qp_init_attr &attr, verbs_error *err = nullptr);
+/* Validates the transition and attributes as ib_modify_qp_is_ok() does. */
+verbs_error modify_qp(qp *q, const qp_attr &attr, unsigned attr_mask);
+verbs_error query_qp(qp *q, qp_attr *attr, unsigned attr_mask, qp_init_attr *init_attr);
+verbs_error destroy_qp(qp *q);
+uint32_t qp_num(const qp *q);
+
+/* ---------------------------------------------------------------- data path */
+
+verbs_error post_send(qp *q, send_wr *wr, send_wr **bad_wr);
+verbs_error post_recv(qp *q, recv_wr *wr, recv_wr **bad_wr);
+
+} // namespace uroce
+
+#endif
