@@ -234,7 +234,8 @@ std::string format_line(const frame_report &r, const std::string &time, const fo
     uint8_t ecn = p.ip_version == 4 ? p.ipv4()->ecn() : uint8_t(p.ipv6()->traffic_class() & 3);
     if (ecn == 3) appendf(s, " ecn=%s", transport_ecn(ecn));
     s += format_roce_fields(r);
-    if (!r.error.empty()) {
+    /* A bad ICRC already reads "ICRC BAD (stored, expected)" above. */
+    if (!r.error.empty() && !(r.icrc_checked && !r.icrc_ok)) {
         appendf(s, " ERROR %s", r.error.c_str());
         if (!r.detail.empty()) appendf(s, ": %s", r.detail.c_str());
     }
