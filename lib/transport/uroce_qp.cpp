@@ -20,10 +20,10 @@ uint64_t local_ack_timeout_ns(uint8_t timeout) {
     return 4096ull << timeout;
 }
 
-/* IBTA 9.7.5.2.8 table 45: RNR NAK timer codes, in microseconds x 100 (code 0 is 655.36 ms). */
+/* IBTA 9.7.5.2.8 table 45: RNR NAK timer codes, in units of 10 us (code 0 is 655.36 ms). */
 uint64_t rnr_timer_ns(uint8_t code) {
     static constexpr uint32_t usec_x100[32] = {
-        65536000, 1,     2,     3,     4,     6,     8,      12,     16,     24,    32,
+        65536,    1,     2,     3,     4,     6,     8,      12,     16,     24,    32,
         48,       64,    96,    128,   192,   256,   384,    512,    768,    1024,  1536,
         2048,     3072,  4096,  6144,  8192,  12288, 16384,  24576,  32768,  49152};
     return uint64_t(usec_x100[code & 31]) * 10000ull;

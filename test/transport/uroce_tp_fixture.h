@@ -303,6 +303,29 @@ class pair_fixture : public ::testing::Test {
     }
 
     qp_counters qc(const endpoint &e) const { return e.qp->cnt; }
+
+    /* Hand `to` a packet as if from_qp had sent it (crafted requests). */
+    void inject(endpoint &to, const uroce::qp *from_qp, uint8_t opcode, uint32_t psn,
+                const ext_fields &x, const void *payload = nullptr, uint32_t len = 0,
+                bool ack_req = true) {
+        bth_fields bf;
+        bf.opcode = opcode;
+        bf.psn = psn;
+        bf.dest_qp = from_qp->attr.dest_qp_num;
+        bf.ack_req = ack_req;
+        payload_src src;
+        src.flat = static_cast<const uint8_t *>(payload);
+        rte_mbuf *m = pkt_build(test_pool(), from_qp->hdr, bf, x, &src, len, 1);
+        ASSERT_NE(m, nullptr);
+        to.ctx->rx_burst(&m, 1);
+    }
+
+    /* Parse a frame on the wire (in a memlink filter). */
+    static roce_packet peek(const rte_mbuf *m) {
+        roce_packet p;
+        EXPECT_EQ(parse_mbuf(m, p), parse_error::ok);
+        return p;
+    }
 };
 
 inline void fill_pattern(uint8_t *p, size_t n, uint32_t seed) {

@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Completer: retry exhaustion (retry_cnt 7 is not infinite), the local ACK
+ * timeout value, RNR retry exhaustion and recovery (rnr_retry 7 infinite),
+ * in-order completion, flush of what is left, stale responses ignored.
+ */
+#include <cstring>
+#include <vector>
+
+#include "uroce_tp_fixture.h"
+
+using namespace uroce;
+using namespace uroce::test;
+
+namespace {
+
+class comp : public pair_fixture {};
+
+TEST_F(comp, timeout_values) {
+    EXPECT_EQ(local_ack_timeout_ns(0), 0u);
+    EXPECT_EQ(local_ack_timeout_ns(1), 8192u);
+    EXPECT_EQ(local_ack_timeout_ns(14), 4096u << 14); /* 67.1 ms */
+    EXPECT_EQ(rnr_timer_ns(0), 655'360'000u);
+    EXPECT_EQ(rnr_timer_ns(1), 10'000u);
+    EXPECT_EQ(rnr_timer_ns(12), 640'000u);
+    EXPECT_EQ(rnr_timer_ns(24), 40'960'000u);
+    EXPECT_EQ(rnr_timer_ns(31), 491'520'000u);
+}
+
+TEST_F(comp, retry_exhaustion_then_flush) {
+    for (uint8_t retry : {0, 3, 7}) {
+        opt.retry_cnt = retry;
+        opt.timeout = 8; /* 1.05 ms */
+        setup_pair();
+        std::vector<uint8_t> src(4096), dst(4096);
+        mr *ms = reg(a, src.data(), src.size());
+        mr *md = reg(b, dst.data(), dst.size());
+        link->set_faults(1.0, 0, 0, 0, 0, 0); /* the link is cut */
+        uint64_t t0 = clk.now_ns();
+        for (int i = 0; i < 3; ++i)
+            ASSERT_EQ(post_one(a, wr_opcode::rdma_write, src.data(), 4096, ms, i,
+                               reinterpret_cast<uint64_t>(dst.data()), mr_rkey(md), 0),
+                      verbs_error::ok);
+        auto sw = poll_n(a.scq, 3);
+        ASSERT_EQ(sw.size(), 3u) << int(retry);
+        /* errors complete even when unsignaled, in order */
+        EXPECT_EQ(sw[0].status, wc_status::retry_exc_err);
+        EXPECT_EQ(sw[0].wr_id, 0u);
+        EXPECT_EQ(sw[1].status, wc_status::wr_flush_err);
+        EXPECT_EQ(sw[2].status, wc_status::wr_flush_err);
+        EXPECT_EQ(sw[2].wr_id, 2u);
+        EXPECT_EQ(a.qp->cnt.timeouts, uint64_t(retry) + 1);
+        EXPECT_EQ(a.qp->cnt.retransmits, uint64_t(retry));
+        EXPECT_EQ(a.qp->cnt.retry_exceeded, 1u);
+        uint64_t elapsed = clk.now_ns() - t0;
+        EXPECT_GE(elapsed, (uint64_t(retry) + 1) * local_ack_timeout_ns(8));
+        EXPECT_LT(elapsed, (uint64_t(retry) + 2) * local_ack_timeout_ns(8));
+        EXPECT_EQ(a.qp->state, qp_state::err);
+        /* posting in ERR completes at once with a flush error */
+        ASSERT_EQ(post_one(a, wr_opcode::rdma_write, src.data(), 8, ms, 9,
+                           reinterpret_cast<uint64_t>(dst.data()), mr_rkey(md)),
+                  verbs_error::ok);
+        wc e;
+        ASSERT_EQ(poll_cq(a.scq, 1, &e), 1);
+        EXPECT_EQ(e.status, wc_status::wr_flush_err);
+        EXPECT_EQ(e.wr_id, 9u);
+        TearDown();
+    }
+}
+
+TEST_F(comp, lost_ack_recovered_by_timeout) {
+    opt.timeout = 8;
+    setup_pair();
+    std::vector<uint8_t> src(100), dst(100);
+    mr *ms = reg(a, src.data(), 100);
+    mr *md = reg(b, dst.data(), 100);
+    fill_pattern(src.data(), 100, 3);
+    bool dropped = false;
+    link->set_filter([&](rte_mbuf *, const memlink_port *from) {
+        if (from == b.port && !dropped) {
+            dropped = true;
+            return false;
+        }
+        return true;
+    });
+    ASSERT_EQ(post_one(a, wr_opcode::rdma_write, src.data(), 100, ms, 1,
+                       reinterpret_cast<uint64_t>(dst.data()), mr_rkey(md)),
+              verbs_error::ok);
+    auto sw = poll_n(a.scq, 1);
+    ASSERT_EQ(sw.size(), 1u);
+    EXPECT_EQ(sw[0].status, wc_status::success);
+    EXPECT_EQ(a.qp->cnt.timeouts, 1u);
+    EXPECT_EQ(b.qp->cnt.dup_requests, 1u); /* re-ACKed, not re-executed */
+    EXPECT_EQ(src, dst);
+}
+
+TEST_F(comp, timeout_zero_disables_the_timer) {
+    opt.timeout = 0;
+    setup_pair();
+    std::vector<uint8_t> src(100), dst(100);
+    mr *ms = reg(a, src.data(), 100);
+    mr *md = reg(b, dst.data(), 100);
+    link->set_faults(1.0, 0, 0, 0, 0, 0);
+    ASSERT_EQ(post_one(a, wr_opcode::rdma_write, src.data(), 100, ms, 1,
+                       reinterpret_cast<uint64_t>(dst.data()), mr_rkey(md)),
+              verbs_error::ok);
+    auto sw = poll_n(a.scq, 1, 2'000'000'000ull);
+    EXPECT_EQ(sw.size(), 0u);
+    EXPECT_EQ(a.qp->cnt.timeouts, 0u);
+}
+
+TEST_F(comp, rnr_retry_exhaustion) {
+    opt.rnr_retry = 2;
+    opt.min_rnr_timer = 5; /* 60 us */
+    setup_pair();
+    std::vector<uint8_t> src(100);
+    mr *ms = reg(a, src.data(), 100);
+    uint64_t t0 = clk.now_ns();
+    ASSERT_EQ(post_one(a, wr_opcode::send, src.data(), 100, ms, 1), verbs_error::ok);
+    ASSERT_EQ(post_one(a, wr_opcode::send, src.data(), 100, ms, 2), verbs_error::ok);
+    auto sw = poll_n(a.scq, 2);
+    ASSERT_EQ(sw.size(), 2u);
+    EXPECT_EQ(sw[0].status, wc_status::rnr_retry_exc_err);
+    EXPECT_EQ(sw[1].status, wc_status::wr_flush_err);
+    EXPECT_EQ(a.qp->cnt.rnr_naks_rcvd, 3u); /* the first try and two retries */
+    EXPECT_EQ(a.qp->cnt.rnr_exceeded, 1u);
+    EXPECT_GE(clk.now_ns() - t0, 2 * rnr_timer_ns(5));
+}
+
+TEST_F(comp, rnr_retry_7_is_infinite_and_recovers) {
+    opt.rnr_retry = 7;
+    opt.min_rnr_timer = 1; /* 10 us */
+    setup_pair();
+    std::vector<uint8_t> src(3000), dst(3000);
+    mr *ms = reg(a, src.data(), src.size());
+    mr *md = reg(b, dst.data(), dst.size());
+    fill_pattern(src.data(), src.size(), 6);
+    ASSERT_EQ(post_one(a, wr_opcode::send, src.data(), 3000, ms, 1), verbs_error::ok);
+    run_until([&] { return a.qp->cnt.rnr_naks_rcvd >= 20; });
+    EXPECT_GE(a.qp->cnt.rnr_naks_rcvd, 20u);
+    wc e;
+    EXPECT_EQ(poll_cq(a.scq, 1, &e), 0);
+    ASSERT_EQ(post_recv_buf(b, dst.data(), 3000, md, 1), verbs_error::ok);
+    auto sw = poll_n(a.scq, 1);
+    ASSERT_EQ(sw.size(), 1u);
+    EXPECT_EQ(sw[0].status, wc_status::success);
+    EXPECT_EQ(src, dst);
+    auto rw = poll_n(b.rcq, 1);
+    ASSERT_EQ(rw.size(), 1u);
+    EXPECT_EQ(rw[0].byte_len, 3000u);
+}
+
+TEST_F(comp, completions_in_order_across_opcodes) {
+    setup_pair();
+    std::vector<uint8_t> buf(1 << 16), rbuf(1 << 16);
+    alignas(8) uint64_t target = 0, res[8] = {};
+    mr *mb = reg(a, buf.data(), buf.size());
+    mr *mres = reg(a, res, sizeof(res));
+    mr *mrb = reg(b, rbuf.data(), rbuf.size());
+    mr *mt = reg(b, &target, 8);
+    for (int i = 0; i < 8; ++i)
+        ASSERT_EQ(post_recv_buf(b, rbuf.data(), 1 << 16, mrb, 100 + i), verbs_error::ok);
+    int id = 0;
+    for (int round = 0; round < 4; ++round) {
+        ASSERT_EQ(post_one(a, wr_opcode::rdma_read, buf.data(), 20000, mb, id++,
+                           reinterpret_cast<uint64_t>(rbuf.data()), mr_rkey(mrb)),
+                  verbs_error::ok);
+        ASSERT_EQ(post_one(a, wr_opcode::send, buf.data(), 3000, mb, id++), verbs_error::ok);
+        sge s{reinterpret_cast<uint64_t>(&res[round]), 8, mr_lkey(mres)};
+        send_wr w;
+        w.wr_id = uint64_t(id++);
+        w.sg_list = &s;
+        w.num_sge = 1;
+        w.opcode = wr_opcode::atomic_fetch_and_add;
+        w.send_flags = send_signaled;
+        w.wr.atomic.remote_addr = reinterpret_cast<uint64_t>(&target);
+        w.wr.atomic.rkey = mr_rkey(mt);
+        w.wr.atomic.compare_add = 1;
+        send_wr *bad;
+        ASSERT_EQ(post_send(a.qp, &w, &bad), verbs_error::ok);
+        ASSERT_EQ(post_one(a, wr_opcode::rdma_write, buf.data(), 9000, mb, id++,
+                           reinterpret_cast<uint64_t>(rbuf.data()), mr_rkey(mrb)),
+                  verbs_error::ok);
+    }
+    auto sw = poll_n(a.scq, size_t(id));
+    ASSERT_EQ(sw.size(), size_t(id));
+    for (int i = 0; i < id; ++i) {
+        EXPECT_EQ(sw[i].wr_id, uint64_t(i));
+        EXPECT_EQ(sw[i].status, wc_status::success);
+    }
+    EXPECT_EQ(target, 4u);
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(res[i], uint64_t(i));
+}
+
+} // namespace

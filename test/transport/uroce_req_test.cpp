@@ -1,0 +1,288 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Requester, watched on the wire: FIRST/MIDDLE/LAST/ONLY segmentation at
+ * every MTU, PSNs (a READ consumes ceil(len/MTU)), AckReq placement, the
+ * unacked-PSN window, max_rd_atomic, fences, PSN wrap.
+ */
+#include <cstring>
+#include <vector>
+
+#include "uroce_psn.h"
+#include "uroce_tp_fixture.h"
+
+using namespace uroce;
+using namespace uroce::test;
+
+namespace {
+
+struct seen_pkt {
+    uint8_t opcode;
+    uint32_t psn;
+    bool ack_req;
+    uint32_t payload;
+    bool from_a;
+};
+
+class req : public pair_fixture {
+  protected:
+    std::vector<seen_pkt> wire;
+    void watch() {
+        link->set_filter([this](rte_mbuf *m, const memlink_port *from) {
+            roce_packet p = peek(m);
+            wire.push_back({p.opcode, p.psn(), p.bth()->ack_req(), p.payload_len, from == a.port});
+            return true;
+        });
+    }
+    std::vector<seen_pkt> from_a() const {
+        std::vector<seen_pkt> v;
+        for (auto &s : wire)
+            if (s.from_a) v.push_back(s);
+        return v;
+    }
+};
+
+TEST_F(req, segmentation_at_every_mtu) {
+    for (mtu m : {mtu::mtu_256, mtu::mtu_512, mtu::mtu_1024, mtu::mtu_2048, mtu::mtu_4096}) {
+        opt.path_mtu = m;
+        setup_pair();
+        watch();
+        uint32_t bytes = mtu_to_bytes(m);
+        std::vector<uint8_t> src(bytes * 3 + 5), dst(bytes * 3 + 5);
+        mr *ms = reg(a, src.data(), src.size());
+        mr *md = reg(b, dst.data(), dst.size());
+        uint32_t psn0 = a.qp->req.psn;
+        ASSERT_EQ(post_one(a, wr_opcode::rdma_write, src.data(), bytes * 3 + 5, ms, 1,
+                           reinterpret_cast<uint64_t>(dst.data()), mr_rkey(md)),
+                  verbs_error::ok);
+        ASSERT_EQ(post_one(a, wr_opcode::rdma_write, src.data(), bytes, ms, 2,
+                           reinterpret_cast<uint64_t>(dst.data()), mr_rkey(md)),
+                  verbs_error::ok);
+        ASSERT_EQ(post_one(a, wr_opcode::rdma_read, src.data(), bytes * 2 + 1, ms, 3,
+                           reinterpret_cast<uint64_t>(dst.data()), mr_rkey(md)),
+                  verbs_error::ok);
+        ASSERT_EQ(post_one(a, wr_opcode::rdma_write, src.data(), 0, ms, 4,
+                           reinterpret_cast<uint64_t>(dst.data()), mr_rkey(md)),
+                  verbs_error::ok);
+        ASSERT_EQ(poll_n(a.scq, 4).size(), 4u);
+        auto v = from_a();
+        using O = ib_opcode;
+        std::vector<uint8_t> expect = {to_u8(O::rc_rdma_write_first), to_u8(O::rc_rdma_write_middle),
+                                       to_u8(O::rc_rdma_write_middle), to_u8(O::rc_rdma_write_last),
+                                       to_u8(O::rc_rdma_write_only), to_u8(O::rc_rdma_read_request),
+                                       to_u8(O::rc_rdma_write_only)};
+        ASSERT_EQ(v.size(), expect.size()) << bytes;
+        for (size_t i = 0; i < v.size(); ++i) EXPECT_EQ(v[i].opcode, expect[i]) << bytes << " " << i;
+        EXPECT_EQ(v[3].payload, 5u);
+        EXPECT_EQ(v[4].payload, bytes);
+        EXPECT_EQ(v[6].payload, 0u);
+        /* PSNs: 4 + 1 for the writes, the READ takes ceil((2*mtu+1)/mtu) = 3 */
+        for (size_t i = 0; i < 6; ++i) EXPECT_EQ(v[i].psn, psn_add(psn0, uint32_t(i)));
+        EXPECT_EQ(v[6].psn, psn_add(psn0, 5 + 3));
+        /* AckReq on the last packet of each message only (short messages) */
+        EXPECT_FALSE(v[0].ack_req);
+        EXPECT_TRUE(v[3].ack_req);
+        EXPECT_TRUE(v[4].ack_req);
+        /* three READ responses: FIRST, MIDDLE, LAST */
+        std::vector<uint8_t> resp_ops;
+        for (auto &s : wire)
+            if (!s.from_a && s.opcode != to_u8(O::rc_acknowledge)) resp_ops.push_back(s.opcode);
+        ASSERT_EQ(resp_ops.size(), 3u);
+        EXPECT_EQ(resp_ops[0], to_u8(O::rc_rdma_read_response_first));
+        EXPECT_EQ(resp_ops[1], to_u8(O::rc_rdma_read_response_middle));
+        EXPECT_EQ(resp_ops[2], to_u8(O::rc_rdma_read_response_last));
+        TearDown();
+        wire.clear();
+    }
+}
+
+TEST_F(req, send_opcodes_with_imm_and_inv) {
+    setup_pair();
+    watch();
+    std::vector<uint8_t> src(2500), dst(2500);
+    mr *ms = reg(a, src.data(), src.size());
+    mr *md = reg(b, dst.data(), dst.size());
+    for (int i = 0; i < 3; ++i) ASSERT_EQ(post_recv_buf(b, dst.data(), 2500, md, i), verbs_error::ok);
+    sge s{reinterpret_cast<uint64_t>(src.data()), 2500, mr_lkey(ms)};
+    send_wr w;
+    w.sg_list = &s;
+    w.num_sge = 1;
+    w.opcode = wr_opcode::send_with_imm;
+    w.imm_data = 1;
+    send_wr *bad;
+    ASSERT_EQ(post_send(a.qp, &w, &bad), verbs_error::ok);
+    w.opcode = wr_opcode::send_with_inv;
+    w.invalidate_rkey = mr_rkey(md);
+    ASSERT_EQ(post_send(a.qp, &w, &bad), verbs_error::ok);
+    s.length = 10;
+    w.opcode = wr_opcode::send_with_imm;
+    ASSERT_EQ(post_send(a.qp, &w, &bad), verbs_error::ok);
+    ASSERT_EQ(poll_n(b.rcq, 3).size(), 3u);
+    auto v = from_a();
+    using O = ib_opcode;
+    std::vector<uint8_t> expect = {to_u8(O::rc_send_first), to_u8(O::rc_send_middle),
+                                   to_u8(O::rc_send_last_imm), to_u8(O::rc_send_first),
+                                   to_u8(O::rc_send_middle), to_u8(O::rc_send_last_inv),
+                                   to_u8(O::rc_send_only_imm)};
+    ASSERT_EQ(v.size(), expect.size());
+    for (size_t i = 0; i < v.size(); ++i) EXPECT_EQ(v[i].opcode, expect[i]) << i;
+}
+
+TEST_F(req, ack_req_every_n_and_window) {
+    opt.path_mtu = mtu::mtu_256;
+    setup_pair();
+    std::vector<uint8_t> src(256 * 300), dst(256 * 300);
+    mr *ms = reg(a, src.data(), src.size());
+    mr *md = reg(b, dst.data(), dst.size());
+    size_t max_outstanding = 0;
+    uint32_t last_acked = a.qp->req.psn;
+    link->set_filter([&](rte_mbuf *m, const memlink_port *from) {
+        roce_packet p = peek(m);
+        wire.push_back({p.opcode, p.psn(), p.bth()->ack_req(), p.payload_len, from == a.port});
+        if (from == b.port) last_acked = psn_add(p.psn(), 1);
+        if (from == a.port)
+            max_outstanding = std::max<size_t>(max_outstanding, size_t(psn_diff(p.psn(), last_acked)) + 1);
+        return true;
+    });
+    ASSERT_EQ(post_one(a, wr_opcode::rdma_write, src.data(), 256 * 300, ms, 1,
+                       reinterpret_cast<uint64_t>(dst.data()), mr_rkey(md)),
+              verbs_error::ok);
+    ASSERT_EQ(poll_n(a.scq, 1).size(), 1u);
+    auto v = from_a();
+    ASSERT_EQ(v.size(), 300u);
+    size_t since = 0;
+    for (auto &s : v) {
+        ++since;
+        if (s.ack_req) since = 0;
+        EXPECT_LE(since, ack_req_interval);
+    }
+    EXPECT_TRUE(v.back().ack_req);
+    EXPECT_LE(max_outstanding, size_t(max_unacked_psns));
+    EXPECT_GT(max_outstanding, size_t(ack_req_interval));
+}
+
+TEST_F(req, max_rd_atomic_limits_outstanding_reads) {
+    opt.max_rd_atomic = 2;
+    setup_pair();
+    std::vector<uint8_t> src(1000), dst(1000);
+    mr *ms = reg(a, src.data(), src.size());
+    mr *md = reg(b, dst.data(), dst.size());
+    int in_flight = 0, max_in_flight = 0;
+    link->set_filter([&](rte_mbuf *m, const memlink_port *) {
+        roce_packet p = peek(m);
+        if (p.opcode == to_u8(ib_opcode::rc_rdma_read_request)) max_in_flight = std::max(max_in_flight, ++in_flight);
+        if (p.opcode == to_u8(ib_opcode::rc_rdma_read_response_only)) --in_flight;
+        return true;
+    });
+    for (int i = 0; i < 10; ++i)
+        ASSERT_EQ(post_one(a, wr_opcode::rdma_read, src.data(), 100, ms, i,
+                           reinterpret_cast<uint64_t>(dst.data()), mr_rkey(md)),
+                  verbs_error::ok);
+    ASSERT_EQ(poll_n(a.scq, 10).size(), 10u);
+    EXPECT_EQ(max_in_flight, 2);
+}
+
+TEST_F(req, fence_waits_for_prior_reads) {
+    setup_pair();
+    std::vector<uint8_t> local(64), remote(64);
+    mr *ml = reg(a, local.data(), 64);
+    mr *mrem = reg(b, remote.data(), 64);
+    std::vector<uint8_t> order;
+    link->set_filter([&](rte_mbuf *m, const memlink_port *) {
+        order.push_back(peek(m).opcode);
+        return true;
+    });
+    ASSERT_EQ(post_one(a, wr_opcode::rdma_read, local.data(), 64, ml, 1,
+                       reinterpret_cast<uint64_t>(remote.data()), mr_rkey(mrem)),
+              verbs_error::ok);
+    ASSERT_EQ(post_one(a, wr_opcode::rdma_write, local.data(), 64, ml, 2,
+                       reinterpret_cast<uint64_t>(remote.data()), mr_rkey(mrem),
+                       send_signaled | send_fence),
+              verbs_error::ok);
+    ASSERT_EQ(poll_n(a.scq, 2).size(), 2u);
+    using O = ib_opcode;
+    /* the fenced WRITE leaves only after the READ response came back */
+    auto r = std::find(order.begin(), order.end(), to_u8(O::rc_rdma_read_response_only));
+    auto w = std::find(order.begin(), order.end(), to_u8(O::rc_rdma_write_only));
+    ASSERT_NE(r, order.end());
+    ASSERT_NE(w, order.end());
+    EXPECT_LT(r - order.begin(), w - order.begin());
+    /* without the fence it goes right away */
+    order.clear();
+    ASSERT_EQ(post_one(a, wr_opcode::rdma_read, local.data(), 64, ml, 3,
+                       reinterpret_cast<uint64_t>(remote.data()), mr_rkey(mrem)),
+              verbs_error::ok);
+    ASSERT_EQ(post_one(a, wr_opcode::rdma_write, local.data(), 64, ml, 4,
+                       reinterpret_cast<uint64_t>(remote.data()), mr_rkey(mrem)),
+              verbs_error::ok);
+    ASSERT_EQ(poll_n(a.scq, 2).size(), 2u);
+    r = std::find(order.begin(), order.end(), to_u8(O::rc_rdma_read_response_only));
+    w = std::find(order.begin(), order.end(), to_u8(O::rc_rdma_write_only));
+    EXPECT_GT(r - order.begin(), w - order.begin());
+}
+
+TEST_F(req, psn_wraps) {
+    opt.psn_a = 0xfffffe;
+    opt.path_mtu = mtu::mtu_256;
+    setup_pair();
+    std::vector<uint8_t> src(256 * 10), dst(256 * 10);
+    mr *ms = reg(a, src.data(), src.size());
+    mr *md = reg(b, dst.data(), dst.size());
+    fill_pattern(src.data(), src.size(), 1);
+    ASSERT_EQ(post_one(a, wr_opcode::rdma_write, src.data(), 2560, ms, 1,
+                       reinterpret_cast<uint64_t>(dst.data()), mr_rkey(md)),
+              verbs_error::ok);
+    std::vector<uint8_t> back(2560);
+    mr *mb = reg(a, back.data(), back.size());
+    ASSERT_EQ(post_one(a, wr_opcode::rdma_read, back.data(), 2560, mb, 2,
+                       reinterpret_cast<uint64_t>(dst.data()), mr_rkey(md)),
+              verbs_error::ok);
+    auto sw = poll_n(a.scq, 2);
+    ASSERT_EQ(sw.size(), 2u);
+    EXPECT_EQ(sw[1].status, wc_status::success);
+    EXPECT_EQ(src, dst);
+    EXPECT_EQ(src, back);
+    EXPECT_EQ(a.qp->req.psn, uint32_t((0xfffffe + 20) & 0xffffff));
+}
+
+TEST_F(req, bad_lkey_is_a_local_protection_error) {
+    setup_pair();
+    std::vector<uint8_t> src(64), dst(64);
+    mr *ms = reg(a, src.data(), 64);
+    mr *md = reg(b, dst.data(), 64);
+    ASSERT_EQ(post_one(a, wr_opcode::rdma_write, src.data(), 64, ms, 1,
+                       reinterpret_cast<uint64_t>(dst.data()), mr_rkey(md)),
+              verbs_error::ok);
+    sge s{reinterpret_cast<uint64_t>(src.data()), 128, mr_lkey(ms)}; /* past the MR */
+    send_wr w;
+    w.wr_id = 2;
+    w.sg_list = &s;
+    w.num_sge = 1;
+    w.opcode = wr_opcode::send;
+    send_wr *bad;
+    ASSERT_EQ(post_send(a.qp, &w, &bad), verbs_error::ok);
+    auto sw = poll_n(a.scq, 2);
+    ASSERT_EQ(sw.size(), 2u);
+    EXPECT_EQ(sw[0].status, wc_status::success);
+    EXPECT_EQ(sw[1].status, wc_status::loc_prot_err);
+    EXPECT_EQ(a.qp->state, qp_state::err);
+}
+
+TEST_F(req, sqd_drains_then_resumes) {
+    setup_pair();
+    std::vector<uint8_t> src(64), dst(64);
+    mr *ms = reg(a, src.data(), 64);
+    mr *md = reg(b, dst.data(), 64);
+    qp_attr at;
+    at.qp_state = qp_state::sqd;
+    ASSERT_EQ(modify_qp(a.qp, at, qp_attr_state), verbs_error::ok);
+    ASSERT_EQ(post_one(a, wr_opcode::rdma_write, src.data(), 64, ms, 1,
+                       reinterpret_cast<uint64_t>(dst.data()), mr_rkey(md)),
+              verbs_error::ok);
+    settle();
+    wc e;
+    EXPECT_EQ(poll_cq(a.scq, 1, &e), 0); /* SQD starts nothing new */
+    at.qp_state = qp_state::rts;
+    ASSERT_EQ(modify_qp(a.qp, at, qp_attr_state), verbs_error::ok);
+    ASSERT_EQ(poll_n(a.scq, 1).size(), 1u);
+}
+
+} // namespace
