@@ -629,4 +629,16 @@ result<outcome> run(session &s, const hooks &h) {
     return r;
 }
 
+result<outcome> run_client(std::string_view host, uint16_t port, const config &c, const hooks &h) {
+    auto s = session::connect(host, port, c);
+    if (!s) return s.err();
+    return run(*s, h);
+}
+
+result<outcome> run_server(tcp_listener &l, const config &c, const hooks &h, milliseconds accept_timeout) {
+    auto s = session::accept(l, c, accept_timeout);
+    if (!s) return s.err();
+    return run(*s, h);
+}
+
 } // namespace uroce::oob::perftest

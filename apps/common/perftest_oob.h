@@ -205,8 +205,15 @@ struct outcome {
     int hand_shakes = 0;                 /* KEY exchanges done, for tests and logs */
 };
 
-/* The whole exchange of the configured test on a connected session. */
+/* The whole exchange of the configured test on a connected session. On
+ * failure the socket is closed at once. */
 result<outcome> run(session &s, const hooks &h);
+
+/* Convenience: connect (retrying until c.timeout) and run as the client
+ * (`c.side` is ignored); accept one client (waiting up to accept_timeout)
+ * and run as the server. */
+result<outcome> run_client(std::string_view host, uint16_t port, const config &c, const hooks &h);
+result<outcome> run_server(tcp_listener &l, const config &c, const hooks &h, milliseconds accept_timeout);
 
 } // namespace uroce::oob::perftest
 

@@ -591,14 +591,9 @@ TEST(perftest_loopback, hand_shake_counts_match_captures) {
         result<pt::outcome> so = make_error(errc::io, "not run");
         pt::config sc = c;
         sc.side = pt::role::server;
-        std::thread srv([&] {
-            auto s = pt::session::accept(*l, sc, 2s);
-            if (s) so = pt::run(*s, make_hooks(false, sc, a));
-        });
+        std::thread srv([&] { so = pt::run_server(*l, sc, make_hooks(false, sc, a), 2s); });
         c.side = pt::role::client;
-        auto cs = pt::session::connect("127.0.0.1", l->port(), c);
-        ASSERT_TRUE(cs) << cs.message();
-        auto co = pt::run(*cs, make_hooks(true, c, b));
+        auto co = pt::run_client("127.0.0.1", l->port(), c, make_hooks(true, c, b));
         srv.join();
         ASSERT_TRUE(co) << co.message();
         ASSERT_TRUE(so) << so.message();
