@@ -651,8 +651,22 @@ void pad_min(rte_mbuf *m) {
  * tx, except a hardware-stripped VLAN tag, which must go back on. */
 void prepare_tx(rte_mbuf *m) {
     bool vlan = m->ol_flags & RTE_MBUF_F_RX_VLAN_STRIPPED;
-    m->ol_flags = vlan ? RTE_MBUF_F_TX_VLAN : 0;
+    /* EXTERNAL/INDIRECT describe the buffer, not an offload: clearing them
+     * would make rte_pktmbuf_free() skip the external free callback or the
+     * direct mbuf's reference (zero-copy PMDs, clones). */
+    m->ol_flags = (m->ol_flags & (RTE_MBUF_F_EXTERNAL | RTE_MBUF_F_INDIRECT)) |
+                  (vlan ? RTE_MBUF_F_TX_VLAN : 0);
     pad_min(m);
+}
+
+/* Replies are written in place; a first segment whose data someone else
+ * also references (a clone kept for capture, refcnt > 1) must not be. */
+bool data_shared(const rte_mbuf *m) {
+    if (rte_mbuf_refcnt_read(m) > 1) return true;
+    if (m->ol_flags & RTE_MBUF_F_INDIRECT)
+        return rte_mbuf_refcnt_read(rte_mbuf_from_indirect(const_cast<rte_mbuf *>(m))) > 1;
+    if (m->ol_flags & RTE_MBUF_F_EXTERNAL) return rte_mbuf_ext_refcnt_read(m->shinfo) > 1;
+    return false;
 }
 
 size_t write_l2(uint8_t *p, const mac_addr &dst, const mac_addr &src, uint16_t et,
@@ -788,6 +802,29 @@ rte_mbuf *neigh::build_request(entry *e, bool unicast) {
 
 /* ================================================================ rx */
 
+bool neigh::is_neigh_frame(const rte_mbuf *m) {
+    const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
+    uint32_t len = m->data_len;
+    if (len < sizeof(eth_hdr)) return false;
+    size_t l2 = sizeof(eth_hdr);
+    uint16_t et = reinterpret_cast<const eth_hdr *>(p)->ether_type();
+    if (et == ether_type_vlan) {
+        if (len < l2 + sizeof(vlan_hdr)) return false;
+        et = reinterpret_cast<const vlan_hdr *>(p + l2)->ether_type();
+        l2 += sizeof(vlan_hdr);
+    }
+    switch (et) {
+    case ether_type_arp: return true;
+    case ether_type_ipv4:
+        return len >= l2 + sizeof(ipv4_hdr) &&
+               reinterpret_cast<const ipv4_hdr *>(p + l2)->protocol == ip_proto_icmp;
+    case ether_type_ipv6:
+        return len >= l2 + sizeof(ipv6_hdr) &&
+               reinterpret_cast<const ipv6_hdr *>(p + l2)->next_header == ip_proto_icmpv6;
+    default: return false;
+    }
+}
+
 void neigh::process_burst(rte_mbuf **in, uint16_t n, rte_mbuf **tx_out, uint16_t &n_tx) {
     constexpr uint16_t free_cap = 64;
     rte_mbuf *to_free[free_cap];
@@ -799,6 +836,17 @@ void neigh::process_burst(rte_mbuf **in, uint16_t n, rte_mbuf **tx_out, uint16_t
         ctr_.rx_frames++;
         verdict v = verdict::drop;
         do {
+            if (data_shared(m)) {
+                /* Rare (capture clones): work on a private copy. */
+                rte_mbuf *c = cfg_.pool ? rte_pktmbuf_copy(m, cfg_.pool, 0, UINT32_MAX) : nullptr;
+                if (!c) {
+                    v = drop(neigh_drop::no_room);
+                    break;
+                }
+                ctr_.rx_shared_copied++;
+                rte_pktmbuf_free(m);
+                m = c;
+            }
             uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
             uint32_t dlen = m->data_len;
             if (dlen < sizeof(eth_hdr)) {

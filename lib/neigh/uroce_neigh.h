@@ -130,6 +130,7 @@ private:
     X(rx_arp)                                                                                      \
     X(rx_icmp)                                                                                     \
     X(rx_icmpv6)                                                                                   \
+    X(rx_shared_copied)     /* frame data shared (clone, refcnt > 1): replied from a copy */      \
     X(arp_rx_request)                                                                              \
     X(arp_rx_reply)                                                                                \
     X(arp_rx_gratuitous)    /* sender IP == target IP (RFC 5227 announcement) */                   \
@@ -189,7 +190,7 @@ private:
     X(bad_nd)                /* RFC 4861 7.1 validation: code, options, target, S flag */         \
     X(bad_hop_limit)         /* ND with hop limit != 255 (RFC 4861 7.1.1) */                       \
     X(address_conflict)      /* frame claims one of our addresses */                               \
-    X(no_room)               /* reply does not fit the mbuf */
+    X(no_room)               /* reply does not fit the mbuf, or no mbuf to copy a shared one */
 
 struct neigh_counters {
 #define UROCE_X(name) uint64_t name = 0;
@@ -289,6 +290,11 @@ public:
      * freed. tx_out must have room for n more. Uses the time of the last
      * poll() for cache timestamps. */
     void process_burst(rte_mbuf **in, uint16_t n, rte_mbuf **tx_out, uint16_t &n_tx);
+
+    /* The classification the engine needs (ARP, IPv4 ICMP, IPv6 ICMPv6
+     * including ND; one 802.1Q tag allowed): true if process_burst() should
+     * get this frame. Looks at the first segment only; O(1). */
+    static bool is_neigh_frame(const rte_mbuf *m);
 
     /* ---- resolution */
 
