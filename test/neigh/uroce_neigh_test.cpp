@@ -7,6 +7,7 @@
  */
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <random>
 #include <vector>
 
@@ -98,6 +99,29 @@ rte_mbuf *mk_chain(const bytes &b, size_t first_len, size_t seg_len) {
     }
     return head;
 }
+/* An mbuf whose data lives in a heap buffer of exactly the frame's size
+ * (no headroom, no tailroom): under ASan any read past the frame faults,
+ * which DPDK's own pool memory would not show. */
+void free_ext(void *addr, void *opaque) {
+    std::free(addr);
+    delete static_cast<rte_mbuf_ext_shared_info *>(opaque);
+}
+rte_mbuf *mk_exact(const bytes &b) {
+    rte_mbuf *m = rte_pktmbuf_alloc(g_pool);
+    size_t len = std::max<size_t>(b.size(), 1);
+    void *buf = std::malloc(len);
+    if (b.size()) memcpy(buf, b.data(), b.size());
+    auto *sh = new rte_mbuf_ext_shared_info{};
+    sh->free_cb = free_ext;
+    sh->fcb_opaque = sh;
+    rte_mbuf_ext_refcnt_set(sh, 1);
+    rte_pktmbuf_attach_extbuf(m, buf, rte_mem_virt2iova(buf), uint16_t(len), sh);
+    m->data_off = 0;
+    m->data_len = uint16_t(b.size());
+    m->pkt_len = uint32_t(b.size());
+    return m;
+}
+
 bytes to_bytes(const rte_mbuf *m) {
     bytes b(m->pkt_len);
     const void *p = rte_pktmbuf_read(m, 0, m->pkt_len, b.data());
@@ -794,6 +818,24 @@ TEST_F(NeighTest, NaWithoutEntryIgnored) {
 
 /* ================================================================ bursts and robustness */
 
+TEST_F(NeighTest, EngineClassification) {
+    for (const bytes *f : {&nf::arp_request, &nf::arp_request_vlan, &nf::icmp_echo, &nf::icmp6_echo, &nf::ns,
+                           &nf::na_from_peer, &nf::router_solicit}) {
+        rte_mbuf *m = mk(*f);
+        EXPECT_TRUE(neigh::is_neigh_frame(m));
+        rte_pktmbuf_free(m);
+    }
+    /* UDP (RoCEv2 goes to the transport), MLD behind a hop-by-hop header, runts */
+    for (const bytes *f : {&nf::udp_to_us, &nf::icmp6_echo_hbh}) {
+        rte_mbuf *m = mk(*f);
+        EXPECT_FALSE(neigh::is_neigh_frame(m));
+        rte_pktmbuf_free(m);
+    }
+    rte_mbuf *m = mk(bytes(nf::icmp_echo.begin(), nf::icmp_echo.begin() + 20));
+    EXPECT_FALSE(neigh::is_neigh_frame(m));
+    rte_pktmbuf_free(m);
+}
+
 TEST_F(NeighTest, MixedBurstKeepsOrder) {
     const bytes *in[] = {&nf::arp_request, &nf::icmp_echo_bad_icmp_csum, &nf::icmp_echo, &nf::udp_to_us,
                          &nf::icmp6_echo, &nf::ns, &nf::na_from_peer, &nf::ns_dad};
@@ -855,6 +897,62 @@ TEST_F(NeighTest, MalformedNeverCrashes) {
     EXPECT_GT(n->drops(neigh_drop::truncated), 0u);
     EXPECT_GT(n->drops(neigh_drop::bad_icmp_checksum), 0u);
     /* replies were all well-formed enough to carry our MAC as the source */
+}
+
+/* A frame still referenced elsewhere (refcnt 2, e.g. kept for capture) is
+ * answered from a copy; the shared original is untouched. */
+TEST_F(NeighTest, SharedMbufNotWrittenInPlace) {
+    rte_mbuf *m = mk(nf::icmp_echo);
+    rte_mbuf_refcnt_update(m, 1);
+    auto out = rx(m);
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_FRAME(out[0], nf::icmp_echo_reply_expected);
+    EXPECT_EQ(n->counters().rx_shared_copied, 1u);
+    EXPECT_FRAME(to_bytes(m), nf::icmp_echo);
+    EXPECT_EQ(rte_mbuf_refcnt_read(m), 1);
+    rte_pktmbuf_free(m);
+    /* a clone (indirect mbuf) of a still-held frame */
+    rte_mbuf *orig = mk(nf::ns);
+    rte_mbuf *clone = rte_pktmbuf_clone(orig, g_pool);
+    ASSERT_NE(clone, nullptr);
+    out = rx(clone);
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_FRAME(out[0], nf::na_expected);
+    EXPECT_FRAME(to_bytes(orig), nf::ns);
+    rte_pktmbuf_free(orig);
+}
+
+/* The same sweep with every frame in an exactly-sized heap buffer (see
+ * mk_exact): bounds are enforced by ASan in the sanitizer build. Replies
+ * that need room past the request are dropped as no_room, never written. */
+TEST_F(NeighTest, MalformedExactBuffers) {
+    const bytes *all[] = {&nf::arp_request, &nf::arp_request_vlan, &nf::arp_probe, &nf::icmp_echo,
+                          &nf::icmp_echo_options, &nf::icmp_echo_small, &nf::icmp6_echo, &nf::icmp6_echo_allnodes,
+                          &nf::ns, &nf::ns_dad, &nf::ns_unicast_nosll, &nf::na_from_peer, &nf::icmp6_echo_hbh};
+    std::mt19937 rng(777);
+    n->resolve(G("fd00:99::2"));
+    n->resolve(G("10.99.0.2"));
+    poll(0);
+    for (const bytes *f : all) {
+        for (size_t len = 0; len <= f->size(); len++)
+            rx(mk_exact(bytes(f->begin(), f->begin() + len)));
+        for (int r = 0; r < 200; r++) {
+            bytes b = *f;
+            for (int i = 0; i < 3; i++)
+                b[rng() % b.size()] = uint8_t(rng());
+            rx(mk_exact(b));
+        }
+    }
+    /* full-size requests are still answered from an exact buffer when the
+     * reply is no longer than the request (fresh instance: IP id 0) */
+    EXPECT_GT(n->drops(neigh_drop::truncated), 0u);
+    make();
+    auto out = rx(mk_exact(nf::icmp_echo));
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_FRAME(out[0], nf::icmp_echo_reply_expected);
+    out = rx(mk_exact(nf::ns));
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_FRAME(out[0], nf::na_expected);
 }
 
 int main(int argc, char **argv) {
