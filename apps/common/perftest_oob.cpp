@@ -432,10 +432,6 @@ std::vector<uint64_t> sizes_for(const config &c, const negotiated &n) {
     return s;
 }
 
-} // namespace
-
-namespace {
-
 result<outcome> run_sequence(session &s, const hooks &h) {
     const config &c = s.cfg();
     if (auto v = validate(c); !v) return v.err();

@@ -217,6 +217,11 @@ result<tcp_socket> connect_tcp(std::string_view host, uint16_t port, millisecond
     deadline dl(timeout);
     std::string last_err = "no address to try";
     if (retry_interval.count() <= 0) retry_interval = milliseconds(1);
+    size_t n_addrs = 0;
+    for (addrinfo *t = res; t; t = t->ai_next) ++n_addrs;
+    /* One silent address (e.g. an unrouted IPv6 one) must not eat the whole
+     * budget before the next address is tried. */
+    const milliseconds per_attempt = std::max(milliseconds(1000), timeout / static_cast<long>(n_addrs ? n_addrs : 1));
     /* Bounded by the deadline: each round sleeps retry_interval or less. */
     for (;;) {
         for (addrinfo *t = res; t; t = t->ai_next) {
@@ -229,7 +234,8 @@ result<tcp_socket> connect_tcp(std::string_view host, uint16_t port, millisecond
             int e = (r == 0) ? 0 : errno;
             if (r != 0 && e == EINPROGRESS) {
                 short rev = 0;
-                int p = poll_one(fd, POLLOUT, dl, &rev);
+                deadline attempt(std::min(per_attempt, std::max(dl.remaining(), milliseconds(0))));
+                int p = poll_one(fd, POLLOUT, attempt, &rev);
                 if (p == 0) {
                     e = ETIMEDOUT;
                 } else if (p < 0) {

@@ -186,6 +186,15 @@ TEST(uroce_oob, ipv6_loopback_and_dual_stack_any) {
     }
 }
 
+TEST(uroce_oob, listen_on_a_busy_port) {
+    auto a = tcp_listener::listen("127.0.0.1", 0);
+    ASSERT_TRUE(a) << a.message();
+    auto b = tcp_listener::listen("127.0.0.1", a->port());
+    ASSERT_FALSE(b);
+    EXPECT_EQ(b.code(), errc::listen);
+    EXPECT_EQ(b.message(), "could not listen on 127.0.0.1:" + std::to_string(a->port()) + ": Address already in use");
+}
+
 TEST(uroce_oob, errors_on_closed_socket) {
     tcp_socket s;
     uint8_t b[4];
