@@ -44,6 +44,7 @@ add("garp_claims_ours", Ether(dst=BC, src=PEER) / ARP(op=1, hwsrc=PEER, psrc=MY4
 add("arp_bad_hrd", Ether(dst=BC, src=PEER) / ARP(hwtype=6, op=1, hwsrc=PEER, psrc=PEER4, pdst=MY4), pad=True)
 add("arp_bad_op", Ether(dst=BC, src=PEER) / ARP(op=3, hwsrc=PEER, psrc=PEER4, pdst=MY4), pad=True)
 add("arp_request_expected_out", Ether(dst=BC, src=ME) / ARP(op=1, hwsrc=ME, psrc=MY4, hwdst="00:00:00:00:00:00", pdst=PEER4), pad=True)
+add("arp_request_vlan_expected_out", Ether(dst=BC, src=ME) / Dot1Q(vlan=5, prio=3) / ARP(op=1, hwsrc=ME, psrc=MY4, hwdst="00:00:00:00:00:00", pdst=PEER4), pad=True)
 add("arp_unicast_probe_expected_out", Ether(dst=PEER, src=ME) / ARP(op=1, hwsrc=ME, psrc=MY4, hwdst="00:00:00:00:00:00", pdst=PEER4), pad=True)
 
 # ---- ICMP echo
@@ -100,6 +101,7 @@ add("ns_optlen0", Ether(dst="33:33:ff:00:00:01", src=PEER) / IPv6(src=PEER6, dst
 add("ns_other_target", Ether(dst="33:33:ff:00:00:77", src=PEER) / IPv6(src=PEER6, dst="ff02::1:ff00:77", hlim=255) / ICMPv6ND_NS(tgt="fd00:99::77") / ICMPv6NDOptSrcLLAddr(lladdr=PEER))
 add("ns_dad_with_sll", Ether(dst="33:33:ff:00:00:01", src=PEER) / IPv6(src="::", dst=SN_MY6, hlim=255) / ICMPv6ND_NS(tgt=MY6) / ICMPv6NDOptSrcLLAddr(lladdr=PEER))
 add("ns_expected_out", Ether(dst="33:33:ff:00:00:02", src=ME) / IPv6(src=MY6, dst="ff02::1:ff00:2", hlim=255) / ICMPv6ND_NS(tgt=PEER6) / ICMPv6NDOptSrcLLAddr(lladdr=ME))
+add("ns_vlan_expected_out", Ether(dst="33:33:ff:00:00:02", src=ME) / Dot1Q(vlan=5, prio=3) / IPv6(src=MY6, dst="ff02::1:ff00:2", hlim=255) / ICMPv6ND_NS(tgt=PEER6) / ICMPv6NDOptSrcLLAddr(lladdr=ME))
 add("ns_unicast_probe_expected_out", Ether(dst=PEER, src=ME) / IPv6(src=MY6, dst=PEER6, hlim=255) / ICMPv6ND_NS(tgt=PEER6) / ICMPv6NDOptSrcLLAddr(lladdr=ME))
 add("na_from_peer", Ether(dst=ME, src=PEER) / IPv6(src=PEER6, dst=MY6, hlim=255) / ICMPv6ND_NA(R=0, S=1, O=1, tgt=PEER6) / ICMPv6NDOptDstLLAddr(lladdr=PEER))
 add("na_unsolicited_override_new", Ether(dst="33:33:00:00:00:01", src=PEER_NEW) / IPv6(src=PEER6, dst="ff02::1", hlim=255) / ICMPv6ND_NA(R=0, S=0, O=1, tgt=PEER6) / ICMPv6NDOptDstLLAddr(lladdr=PEER_NEW))

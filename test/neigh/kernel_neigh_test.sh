@@ -91,25 +91,49 @@ kx ip link set lo up
 set +e
 
 # ---------------------------------------------------------------- responder
-# Started with ip netns exec directly (not through ux, which would add a
-# subshell): $! must be the responder itself, to signal and wait for it.
-ip netns exec "$NS_U" "$RESPONDER" --no-huge -m 256 --no-pci --no-shconf --no-telemetry -l 0 --log-level='*:warning' \
-    --vdev="net_af_packet0,iface=$VU" -- \
-    --mac $MAC_U --addr 10.99.0.2/24 --addr fd00:99::2/64 \
-    --resolve 10.99.0.1 --resolve fd00:99::1 --resolve $LL_K \
-    --seconds "$RUN_SECONDS" >"$OUT/responder.log" 2>&1 &
-RESP_PID=$!
-for _ in $(seq 1 100); do
-    grep -q '^READY' "$OUT/responder.log" 2>/dev/null && break
-    kill -0 $RESP_PID 2>/dev/null || break
-    sleep 0.1
-done
-if ! grep -q '^READY' "$OUT/responder.log"; then
-    cat "$OUT/responder.log"
-    echo "FAIL: responder did not start"
-    exit 1
-fi
-grep '^GIDS' "$OUT/responder.log"
+# start_responder LOG ARGS...: run neigh_responder on vu in the uroce ns and
+# wait for READY. Started with ip netns exec directly (not through ux, which
+# would add a subshell): $! must be the responder itself, to signal and wait.
+start_responder() {
+    local log=$1
+    shift
+    ip netns exec "$NS_U" "$RESPONDER" --no-huge -m 256 --no-pci --no-shconf --no-telemetry -l 0 \
+        --log-level='*:warning' --vdev="net_af_packet0,iface=$VU" -- \
+        --mac $MAC_U --seconds "$RUN_SECONDS" "$@" >"$log" 2>&1 &
+    RESP_PID=$!
+    for _ in $(seq 1 100); do
+        grep -q '^READY' "$log" 2>/dev/null && break
+        kill -0 $RESP_PID 2>/dev/null || break
+        sleep 0.1
+    done
+    if ! grep -q '^READY' "$log"; then
+        cat "$log"
+        echo "FAIL: responder did not start"
+        exit 1
+    fi
+    grep '^GIDS' "$log"
+}
+
+# stop_responder LOG: SIGTERM, wait, print its table and counters, check
+# that nothing was dropped for a reason that would mean a bug.
+stop_responder() {
+    local log=$1 rc
+    kill -TERM $RESP_PID 2>/dev/null
+    wait $RESP_PID
+    rc=$?
+    RESP_PID=
+    [ $rc = 0 ] && pass "responder exited cleanly" || fail "responder exit status $rc"
+    echo "---- responder output"
+    sed 's/^/    /' "$log"
+    for c in bad_icmp_checksum bad_ip_checksum truncated headers_split no_room bad_nd bad_arp; do
+        if grep -q "^neigh.drop.$c " "$log"; then
+            fail "unexpected drops: $(grep "^neigh.drop.$c " "$log")"
+        fi
+    done
+}
+
+start_responder "$OUT/responder.log" --addr 10.99.0.2/24 --addr fd00:99::2/64 \
+    --resolve 10.99.0.1 --resolve fd00:99::1 --resolve $LL_K
 # The kernel's link-local address is only usable once vk is up and the
 # link-local exists (accept_dad=0: immediately); give the carrier a moment.
 sleep 0.5
@@ -214,21 +238,38 @@ for ip in 10.99.0.1 fd00:99::1 $LL_K; do
 done
 
 # ---------------------------------------------------------------- responder exit and counters
-kill -TERM $RESP_PID 2>/dev/null
-wait $RESP_PID
-rc=$?
-RESP_PID=
-[ $rc = 0 ] && pass "responder exited cleanly" || fail "responder exit status $rc"
-echo "---- responder output"
-sed 's/^/    /' "$OUT/responder.log"
-for c in bad_icmp_checksum bad_ip_checksum truncated headers_split no_room; do
-    if grep -q "^neigh.drop.$c " "$OUT/responder.log"; then
-        fail "unexpected drops: $(grep "^neigh.drop.$c " "$OUT/responder.log")"
-    fi
-done
+stop_responder "$OUT/responder.log"
 grep -q '^neigh.icmp_tx_echo_reply ' "$OUT/responder.log" && grep -q '^neigh.icmpv6_tx_echo_reply ' "$OUT/responder.log" &&
     grep -q '^neigh.nd_tx_na ' "$OUT/responder.log" && grep -q '^neigh.arp_tx_reply ' "$OUT/responder.log" &&
     pass "counters show ARP replies, NA, ICMP and ICMPv6 echo replies" || fail "reply counters missing"
+
+# ---------------------------------------------------------------- 802.1Q
+# RoCE with PFC runs tagged (the PCP carries the priority). The kernel talks
+# over VLAN 5 (vk.5, PCP 3 on egress); af_packet hands us the tag in the
+# frame, replies keep it, our own requests carry --vlan.
+echo "---- VLAN 5"
+VL="vl$TAG"
+if ! vlan_err=$(kx ip link add link "$VK" name "$VL" type vlan id 5 egress-qos-map 0:3 2>&1); then
+    echo "SKIP: VLAN checks: this kernel cannot create 802.1Q links ($vlan_err)"
+else
+    kx ip addr add 10.99.5.1/24 dev "$VL"
+    kx ip -6 addr add fd00:99:5::1/64 dev "$VL" nodad
+    kx ip link set "$VL" up
+    start_responder "$OUT/responder-vlan.log" --vlan $((3 << 13 | 5)) --addr 10.99.5.2/24 --addr fd00:99:5::2/64 \
+        --resolve 10.99.5.1 --resolve fd00:99:5::1
+    sleep 0.3
+    check_ping "VLAN 5: ping 10.99.5.2" 10.99.5.2
+    check_ping "VLAN 5: ping -6 fd00:99:5::2" -6 fd00:99:5::2
+    out=$(kx ip neigh show 10.99.5.2 dev "$VL")
+    echo "$out" | grep -qi "lladdr $MAC_U" && pass "VLAN 5: kernel ARP cache has our MAC" ||
+        fail "VLAN 5: kernel ARP cache '$out'"
+    sleep 0.3
+    for ip in 10.99.5.1 fd00:99:5::1; do
+        grep -q "^RESOLVED $ip $MAC_K" "$OUT/responder-vlan.log" && pass "VLAN 5: uroce resolved $ip (tagged request)" ||
+            fail "VLAN 5: uroce did not resolve $ip"
+    done
+    stop_responder "$OUT/responder-vlan.log"
+fi
 
 if [ $fails -eq 0 ]; then
     echo "ALL PASS"

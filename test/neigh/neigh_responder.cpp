@@ -6,13 +6,14 @@
  * per resolution and the counters at exit.
  *
  *   neigh_responder <EAL args> -- --mac 02:00:00:99:00:02 --addr 10.99.0.2/24
- *       --addr fd00:99::2/64 [--resolve 10.99.0.1]... [--seconds 20]
+ *       --addr fd00:99::2/64 [--resolve 10.99.0.1]... [--vlan TCI] [--seconds 20]
  */
 #include <cinttypes>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -51,7 +52,7 @@ static void on_event(void *, neigh_event ev, const gid &ip, const mac_addr *mac)
 
 static int usage() {
     std::fprintf(stderr, "usage: neigh_responder <EAL args> -- --mac MAC --addr A/N [--addr ...] "
-                         "[--resolve IP]... [--seconds N]\n");
+                         "[--resolve IP]... [--vlan TCI] [--seconds N]\n");
     return 2;
 }
 
@@ -68,6 +69,7 @@ int main(int argc, char **argv) {
     std::vector<gid> to_resolve;
     double seconds = 20;
     bool have_mac = false;
+    std::optional<uint16_t> vlan;
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
         if (i + 1 >= argc) return usage();
@@ -86,6 +88,8 @@ int main(int argc, char **argv) {
             auto g = gid::parse(v);
             if (!g) return usage();
             to_resolve.push_back(*g);
+        } else if (a == "--vlan") {
+            vlan = uint16_t(std::atoi(v.c_str()));
         } else if (a == "--seconds") {
             seconds = std::atof(v.c_str());
         } else {
@@ -119,6 +123,7 @@ int main(int argc, char **argv) {
     neigh_config cfg;
     cfg.pool = pool;
     cfg.event_cb = on_event;
+    cfg.vlan_tci = vlan; /* requests tagged; replies keep the request's tag */
     neigh nb(cfg, addrs);
 
     std::signal(SIGINT, on_signal);

@@ -317,6 +317,32 @@ TEST_F(NeighTest, ArpVlanTagKept) {
     EXPECT_FRAME(out[0], nf::arp_reply_vlan_expected);
 }
 
+TEST_F(NeighTest, HardwareStrippedVlanGoesBackOn) {
+    rte_mbuf *m = mk(nf::arp_request);
+    m->ol_flags |= RTE_MBUF_F_RX_VLAN | RTE_MBUF_F_RX_VLAN_STRIPPED;
+    m->vlan_tci = 0x6005;
+    rte_mbuf *out[1];
+    uint16_t k = 0;
+    n->process_burst(&m, 1, out, k);
+    ASSERT_EQ(k, 1);
+    EXPECT_EQ(out[0]->ol_flags & (RTE_MBUF_F_TX_VLAN | RTE_MBUF_F_RX_VLAN_STRIPPED), RTE_MBUF_F_TX_VLAN);
+    EXPECT_EQ(out[0]->vlan_tci, 0x6005);
+    EXPECT_FRAME(to_bytes(out[0]), nf::arp_reply_expected);
+    rte_pktmbuf_free(out[0]);
+}
+
+TEST_F(NeighTest, RequestsCarryConfiguredVlan) {
+    cfg.vlan_tci = uint16_t(3 << 13 | 5); /* PCP 3 (the usual RoCE priority), VID 5 */
+    make();
+    n->resolve(G("10.99.0.2"));
+    n->resolve(G("fd00:99::2"));
+    auto out = poll(0);
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_FRAME(out[0], nf::arp_request_vlan_expected_out);
+    EXPECT_FRAME(out[1], nf::ns_vlan_expected_out);
+    expect_icmpv6_checksum_ok(out[1], 18);
+}
+
 TEST_F(NeighTest, ArpProbeAnsweredNotLearned) {
     auto out = rx(nf::arp_probe);
     ASSERT_EQ(out.size(), 1u);
