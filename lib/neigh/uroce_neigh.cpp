@@ -296,6 +296,7 @@ neigh::neigh(const neigh_config &cfg, const local_addr_table &addrs)
     for (uint32_t i = 0; i < cfg_.max_entries; i++)
         entries_[i].next = i + 1 < cfg_.max_entries ? i + 1 : nil;
     free_head_ = 0;
+    if (cfg_.announce_on_start) announce_left_ = cfg_.announce_count; /* first poll() sends */
 }
 
 neigh::~neigh() {
@@ -712,12 +713,79 @@ nd_options parse_nd_options(const uint8_t *opt, size_t len, uint8_t want_type) {
 
 } // namespace
 
-rte_mbuf *neigh::build_request(entry *e, bool unicast) {
+/* A zeroed frame of len bytes (plus the configured 802.1Q tag) from the
+ * pool, with its Ethernet header written; p/l2 point at it. */
+rte_mbuf *neigh::alloc_frame(uint32_t l3_len, const mac_addr &dst, uint16_t et, uint8_t *&p, size_t &l2) {
     if (!cfg_.pool) {
         ctr_.tx_alloc_fail++;
         return nullptr;
     }
-    const mac_addr &me = addrs_.mac();
+    rte_mbuf *m = rte_pktmbuf_alloc(cfg_.pool);
+    if (!m) {
+        ctr_.tx_alloc_fail++;
+        return nullptr;
+    }
+    l2 = sizeof(eth_hdr) + (cfg_.vlan_tci ? sizeof(vlan_hdr) : 0);
+    uint32_t len = uint32_t(std::max(l2 + l3_len, eth_min_frame_len));
+    p = reinterpret_cast<uint8_t *>(rte_pktmbuf_append(m, uint16_t(len)));
+    if (!p) {
+        rte_pktmbuf_free(m);
+        ctr_.tx_alloc_fail++;
+        return nullptr;
+    }
+    std::memset(p, 0, len);
+    write_l2(p, dst, addrs_.mac(), et, cfg_.vlan_tci);
+    return m;
+}
+
+/* An ARP request (tha left zero: unknown, and ignored by receivers). */
+rte_mbuf *neigh::build_arp_request(const mac_addr &dst, uint32_t spa, uint32_t tpa) {
+    uint8_t *p;
+    size_t l2;
+    rte_mbuf *m = alloc_frame(sizeof(arp_hdr), dst, ether_type_arp, p, l2);
+    if (!m) return nullptr;
+    auto *a = reinterpret_cast<arp_hdr *>(p + l2);
+    a->set_hrd(arp_hrd_ethernet);
+    a->set_pro(ether_type_ipv4);
+    a->hln = 6;
+    a->pln = 4;
+    a->set_op(arp_op_request);
+    addrs_.mac().copy_to(a->sha);
+    a->set_sender_ip(spa);
+    a->set_target_ip(tpa);
+    return m;
+}
+
+/* An NS or NA (same 24-byte body) with our MAC in a source/target
+ * link-layer option, hop limit 255 (RFC 4861 4.3, 4.4). */
+rte_mbuf *neigh::build_nd(uint8_t type, const mac_addr &dst_mac, const gid &src, const gid &dst,
+                          const gid &target, uint32_t na_flags) {
+    constexpr uint32_t icmp_len = sizeof(nd_ns) + sizeof(nd_opt_lladdr);
+    uint8_t *p;
+    size_t l2;
+    rte_mbuf *m = alloc_frame(uint32_t(sizeof(ipv6_hdr) + icmp_len), dst_mac, ether_type_ipv6, p, l2);
+    if (!m) return nullptr;
+    auto *ip6 = reinterpret_cast<ipv6_hdr *>(p + l2);
+    ip6->set_vtc_flow(0, 0);
+    ip6->set_payload_length(uint16_t(icmp_len));
+    ip6->next_header = ip_proto_icmpv6;
+    ip6->hop_limit = nd_hop_limit;
+    std::memcpy(ip6->src, src.raw.data(), 16);
+    std::memcpy(ip6->dst, dst.raw.data(), 16);
+    auto *na = reinterpret_cast<nd_na *>(ip6 + 1); /* NS: flags word is "reserved", zero */
+    na->h.type = type;
+    store_be32(na->flags_be, na_flags);
+    std::memcpy(na->target, target.raw.data(), 16);
+    auto *opt = reinterpret_cast<nd_opt_lladdr *>(na + 1);
+    opt->type = type == icmpv6_type_neighbor_solicit ? nd_opt_source_lladdr : nd_opt_target_lladdr;
+    opt->len = 1;
+    addrs_.mac().copy_to(opt->addr);
+    uint32_t s = ipv6_pseudo_sum(ip6->src, ip6->dst, icmp_len, ip_proto_icmpv6) + rte_raw_cksum(na, icmp_len);
+    store_csum(na->h.checksum_be, fold(s));
+    return m;
+}
+
+rte_mbuf *neigh::build_request(entry *e, bool unicast) {
     if (e->ip.is_ipv4_mapped()) {
         uint32_t target = e->ip.ipv4();
         auto src = addrs_.ipv4_source_for(target);
@@ -725,79 +793,58 @@ rte_mbuf *neigh::build_request(entry *e, bool unicast) {
             ctr_.no_source_address++;
             return nullptr;
         }
-        rte_mbuf *m = rte_pktmbuf_alloc(cfg_.pool);
-        if (!m) {
-            ctr_.tx_alloc_fail++;
-            return nullptr;
-        }
-        size_t l2 = sizeof(eth_hdr) + (cfg_.vlan_tci ? sizeof(vlan_hdr) : 0);
-        uint32_t len = uint32_t(std::max(l2 + sizeof(arp_hdr), eth_min_frame_len));
-        auto *p = reinterpret_cast<uint8_t *>(rte_pktmbuf_append(m, uint16_t(len)));
-        if (!p) {
-            rte_pktmbuf_free(m);
-            ctr_.tx_alloc_fail++;
-            return nullptr;
-        }
-        std::memset(p, 0, len);
         /* RFC 826: request broadcast; a PROBE (RFC 4861 7.3.3 applied to ARP,
          * RFC 1122 2.3.2.1 "unicast poll") goes to the cached MAC. */
-        write_l2(p, unicast ? e->mac : mac_addr::broadcast(), me, ether_type_arp, cfg_.vlan_tci);
-        auto *a = reinterpret_cast<arp_hdr *>(p + l2);
-        a->set_hrd(arp_hrd_ethernet);
-        a->set_pro(ether_type_ipv4);
-        a->hln = 6;
-        a->pln = 4;
-        a->set_op(arp_op_request);
-        me.copy_to(a->sha);
-        a->set_sender_ip(*src);
-        a->set_target_ip(target); /* tha stays zero: unknown, and ignored by receivers */
-        ctr_.arp_tx_request++;
+        rte_mbuf *m = build_arp_request(unicast ? e->mac : mac_addr::broadcast(), *src, target);
+        if (m) ctr_.arp_tx_request++;
         return m;
     }
-
-    rte_mbuf *m = rte_pktmbuf_alloc(cfg_.pool);
-    if (!m) {
-        ctr_.tx_alloc_fail++;
-        return nullptr;
-    }
-    size_t l2 = sizeof(eth_hdr) + (cfg_.vlan_tci ? sizeof(vlan_hdr) : 0);
-    uint32_t len = uint32_t(l2 + sizeof(ipv6_hdr) + sizeof(nd_ns) + sizeof(nd_opt_lladdr));
-    auto *p = reinterpret_cast<uint8_t *>(rte_pktmbuf_append(m, uint16_t(len)));
-    if (!p) {
-        rte_pktmbuf_free(m);
-        ctr_.tx_alloc_fail++;
-        return nullptr;
-    }
-    std::memset(p, 0, len);
-    const uint8_t *target = e->ip.raw.data();
     /* RFC 4861 7.2.2: multicast to the target's solicited-node group (its
      * Ethernet mapping per RFC 2464 7), or unicast to the cached address
-     * when probing (7.3.3). */
+     * when probing (7.3.3); our link-layer address always included (the
+     * source is never :: here). */
+    const uint8_t *target = e->ip.raw.data();
     gid dst = unicast ? e->ip : ipv6_solicited_node(target);
-    gid src = addrs_.ipv6_source_for(target);
-    write_l2(p, unicast ? e->mac : ipv6_multicast_mac(dst.raw.data()), me, ether_type_ipv6,
-             cfg_.vlan_tci);
-    auto *ip6 = reinterpret_cast<ipv6_hdr *>(p + l2);
-    ip6->set_vtc_flow(0, 0);
-    ip6->set_payload_length(uint16_t(sizeof(nd_ns) + sizeof(nd_opt_lladdr)));
-    ip6->next_header = ip_proto_icmpv6;
-    ip6->hop_limit = nd_hop_limit;
-    std::memcpy(ip6->src, src.raw.data(), 16);
-    std::memcpy(ip6->dst, dst.raw.data(), 16);
-    auto *ns = reinterpret_cast<nd_ns *>(ip6 + 1);
-    ns->h.type = icmpv6_type_neighbor_solicit;
-    std::memcpy(ns->target, target, 16);
-    /* 7.2.2: include our link-layer address (source is never :: here). */
-    auto *opt = reinterpret_cast<nd_opt_lladdr *>(ns + 1);
-    opt->type = nd_opt_source_lladdr;
-    opt->len = 1;
-    me.copy_to(opt->addr);
-    uint32_t icmp_len = sizeof(nd_ns) + sizeof(nd_opt_lladdr);
-    uint32_t s = ipv6_pseudo_sum(ip6->src, ip6->dst, icmp_len, ip_proto_icmpv6) +
-                 rte_raw_cksum(ns, icmp_len);
-    store_csum(ns->h.checksum_be, fold(s));
-    ctr_.nd_tx_ns++;
+    rte_mbuf *m = build_nd(icmpv6_type_neighbor_solicit, unicast ? e->mac : ipv6_multicast_mac(dst.raw.data()),
+                           addrs_.ipv6_source_for(target), dst, e->ip, 0);
+    if (m) ctr_.nd_tx_ns++;
     return m;
+}
+
+void neigh::announce() {
+    announce_left_ = cfg_.announce_count;
+    announce_next_ = now_;
+}
+
+/* RFC 5227 2.3 ARP Announcement for every IPv4 address (an ARP request
+ * with sender IP = target IP = ours, broadcast) and RFC 4861 7.2.6
+ * unsolicited NA for every IPv6 address incl. link-local (to ff02::1,
+ * S=0, O=1). Neighbours that cached us (e.g. with an older MAC, before a
+ * restart) update at once instead of after their entries time out. */
+void neigh::emit_announcements(rte_mbuf **tx_out, uint16_t &n_tx, uint16_t tx_cap) {
+    size_t need = addrs_.num_ipv4() + 1 + addrs_.num_ipv6();
+    if (size_t(tx_cap - n_tx) < need) {
+        ctr_.tx_deferred++;
+        return; /* all of one round or nothing; next poll */
+    }
+    for (size_t i = 0; i < addrs_.num_ipv4(); i++) {
+        uint32_t a = addrs_.ipv4_at(i).addr;
+        if (rte_mbuf *m = build_arp_request(mac_addr::broadcast(), a, a)) {
+            tx_out[n_tx++] = m;
+            ctr_.arp_tx_announce++;
+        }
+    }
+    gid all = ipv6_all_nodes();
+    mac_addr all_mac = ipv6_multicast_mac(all.raw.data());
+    for (size_t i = 0; i <= addrs_.num_ipv6(); i++) {
+        const gid &t = i == 0 ? addrs_.link_local() : addrs_.ipv6_at(i - 1).addr;
+        if (rte_mbuf *m = build_nd(icmpv6_type_neighbor_advert, all_mac, t, all, t, nd_na::flag_override)) {
+            tx_out[n_tx++] = m;
+            ctr_.nd_tx_unsolicited_na++;
+        }
+    }
+    announce_left_--;
+    announce_next_ = now_ + cfg_.announce_interval_ns;
 }
 
 /* ================================================================ rx */
@@ -1366,6 +1413,8 @@ void neigh::poll(uint64_t now_ns, rte_mbuf **tx_out, uint16_t &n_tx, uint16_t tx
             ctr_.held_sent++;
         }
     }
+
+    if (announce_left_ && now_ >= announce_next_) emit_announcements(tx_out, n_tx, tx_cap);
 
     if (now_ >= next_scan_ && now_ >= scan_not_before_) scan(tx_out, n_tx, tx_cap);
 }

@@ -137,6 +137,7 @@ private:
     X(arp_rx_probe)         /* sender IP 0.0.0.0 (RFC 5227 probe) */                               \
     X(arp_tx_reply)                                                                                \
     X(arp_tx_request)                                                                              \
+    X(arp_tx_announce)      /* RFC 5227 2.3 announcements */                                        \
     X(icmp_rx_echo_request)                                                                        \
     X(icmp_tx_echo_reply)                                                                          \
     X(icmpv6_rx_echo_request)                                                                      \
@@ -147,6 +148,7 @@ private:
     X(nd_rx_na_ignored)     /* NA for an address not in the cache (RFC 4861 7.2.5) */             \
     X(nd_tx_na)                                                                                    \
     X(nd_tx_ns)                                                                                    \
+    X(nd_tx_unsolicited_na) /* RFC 4861 7.2.6 */                                                   \
     X(address_conflicts)    /* someone else claims one of our addresses */                         \
     X(resolve_calls)                                                                               \
     X(cache_hits)           /* resolve() answered from the cache */                                \
@@ -251,6 +253,14 @@ struct neigh_config {
     /* 802.1Q tag for frames we originate (requests); replies keep the request's tag. */
     std::optional<uint16_t> vlan_tci;
 
+    /* Announce our addresses on the first poll(): RFC 5227 2.3 ARP
+     * Announcements (ANNOUNCE_NUM 2, ANNOUNCE_INTERVAL 2 s) and RFC 4861
+     * 7.2.6 unsolicited NAs, so peers that cached an older MAC of ours
+     * (a restart on another NIC) update at once. */
+    bool announce_on_start = true;
+    uint8_t announce_count = 2;
+    uint64_t announce_interval_ns = 2'000'000'000ull;
+
     /* Mempool for requests (ARP request, NS). Without it resolution only
      * learns passively (requests are counted as tx_alloc_fail). */
     rte_mempool *pool = nullptr;
@@ -339,6 +349,10 @@ public:
     void poll(uint64_t now_ns, rte_mbuf **tx_out, uint16_t &n_tx, uint16_t tx_cap);
     uint64_t now() const { return now_; }
 
+    /* (Re)announce all addresses, e.g. after the address table or the MAC
+     * changed (RFC 4861 7.2.6): announce_count rounds from the next poll(). */
+    void announce();
+
     const neigh_counters &counters() const { return ctr_; }
     uint64_t drops(neigh_drop d) const { return drops_[size_t(d)]; }
     uint64_t drops_total() const;
@@ -401,7 +415,12 @@ private:
     }
 
     /* tx */
+    rte_mbuf *alloc_frame(uint32_t l3_len, const mac_addr &dst, uint16_t et, uint8_t *&p, size_t &l2);
+    rte_mbuf *build_arp_request(const mac_addr &dst, uint32_t spa, uint32_t tpa);
+    rte_mbuf *build_nd(uint8_t type, const mac_addr &dst_mac, const gid &src, const gid &dst, const gid &target,
+                       uint32_t na_flags);
     rte_mbuf *build_request(entry *e, bool unicast);
+    void emit_announcements(rte_mbuf **tx_out, uint16_t &n_tx, uint16_t tx_cap);
     void emit_due(entry *e, rte_mbuf **tx_out, uint16_t &n_tx, uint16_t tx_cap);
     void scan(rte_mbuf **tx_out, uint16_t &n_tx, uint16_t tx_cap);
 
@@ -420,6 +439,8 @@ private:
     uint64_t scan_not_before_ = 0; /* timer_granularity_ns rate limit */
     uint64_t rng_;
     uint16_t ip_id_ = 0;
+    uint8_t announce_left_ = 0;
+    uint64_t announce_next_ = 0;
     neigh_drop drop_reason_ = neigh_drop::count;
     neigh_counters ctr_;
     std::array<uint64_t, size_t(neigh_drop::count)> drops_{};
