@@ -47,6 +47,8 @@ add("arp_request_expected_out", Ether(dst=BC, src=ME) / ARP(op=1, hwsrc=ME, psrc
 add("arp_request_vlan_expected_out", Ether(dst=BC, src=ME) / Dot1Q(vlan=5, prio=3) / ARP(op=1, hwsrc=ME, psrc=MY4, hwdst="00:00:00:00:00:00", pdst=PEER4), pad=True)
 add("arp_unicast_probe_expected_out", Ether(dst=PEER, src=ME) / ARP(op=1, hwsrc=ME, psrc=MY4, hwdst="00:00:00:00:00:00", pdst=PEER4), pad=True)
 
+add("arp_announce_expected_out", Ether(dst=BC, src=ME) / ARP(op=1, hwsrc=ME, psrc=MY4, hwdst="00:00:00:00:00:00", pdst=MY4), pad=True)
+
 # ---- ICMP echo
 add("icmp_echo", Ether(dst=ME, src=PEER) / IP(src=PEER4, dst=MY4, id=0x1234, ttl=63, flags="DF", tos=0x48) /
     ICMP(type=8, id=0x77, seq=1) / Raw(PAYLOAD))
@@ -103,6 +105,8 @@ add("ns_dad_with_sll", Ether(dst="33:33:ff:00:00:01", src=PEER) / IPv6(src="::",
 add("ns_expected_out", Ether(dst="33:33:ff:00:00:02", src=ME) / IPv6(src=MY6, dst="ff02::1:ff00:2", hlim=255) / ICMPv6ND_NS(tgt=PEER6) / ICMPv6NDOptSrcLLAddr(lladdr=ME))
 add("ns_vlan_expected_out", Ether(dst="33:33:ff:00:00:02", src=ME) / Dot1Q(vlan=5, prio=3) / IPv6(src=MY6, dst="ff02::1:ff00:2", hlim=255) / ICMPv6ND_NS(tgt=PEER6) / ICMPv6NDOptSrcLLAddr(lladdr=ME))
 add("ns_unicast_probe_expected_out", Ether(dst=PEER, src=ME) / IPv6(src=MY6, dst=PEER6, hlim=255) / ICMPv6ND_NS(tgt=PEER6) / ICMPv6NDOptSrcLLAddr(lladdr=ME))
+add("una_ll_expected_out", Ether(dst="33:33:00:00:00:01", src=ME) / IPv6(src=MYLL, dst="ff02::1", hlim=255) / ICMPv6ND_NA(R=0, S=0, O=1, tgt=MYLL) / ICMPv6NDOptDstLLAddr(lladdr=ME))
+add("una_expected_out", Ether(dst="33:33:00:00:00:01", src=ME) / IPv6(src=MY6, dst="ff02::1", hlim=255) / ICMPv6ND_NA(R=0, S=0, O=1, tgt=MY6) / ICMPv6NDOptDstLLAddr(lladdr=ME))
 add("na_from_peer", Ether(dst=ME, src=PEER) / IPv6(src=PEER6, dst=MY6, hlim=255) / ICMPv6ND_NA(R=0, S=1, O=1, tgt=PEER6) / ICMPv6NDOptDstLLAddr(lladdr=PEER))
 add("na_unsolicited_override_new", Ether(dst="33:33:00:00:00:01", src=PEER_NEW) / IPv6(src=PEER6, dst="ff02::1", hlim=255) / ICMPv6ND_NA(R=0, S=0, O=1, tgt=PEER6) / ICMPv6NDOptDstLLAddr(lladdr=PEER_NEW))
 add("na_unsolicited_no_override", Ether(dst="33:33:00:00:00:01", src=PEER2) / IPv6(src=PEER6, dst="ff02::1", hlim=255) / ICMPv6ND_NA(R=0, S=0, O=0, tgt=PEER6) / ICMPv6NDOptDstLLAddr(lladdr=PEER2))

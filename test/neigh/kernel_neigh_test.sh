@@ -132,11 +132,36 @@ stop_responder() {
     done
 }
 
+# As if uroce had run before on another NIC: the kernel caches an old MAC
+# for our addresses. Linux only overrides entries older than locktime (1 s).
+OLD_MAC=02:00:00:99:00:ee
+for ip in 10.99.0.2 fd00:99::2 $LL_U; do
+    kx ip neigh replace "$ip" lladdr $OLD_MAC nud stale dev "$VK"
+done
+sleep 1.1
+
+# Resolution starts 2.5 s after READY: until then only the announcements
+# can tell the kernel our MAC (our ARP requests and NS would too).
 start_responder "$OUT/responder.log" --addr 10.99.0.2/24 --addr fd00:99::2/64 \
-    --resolve 10.99.0.1 --resolve fd00:99::1 --resolve $LL_K
-# The kernel's link-local address is only usable once vk is up and the
-# link-local exists (accept_dad=0: immediately); give the carrier a moment.
-sleep 0.5
+    --resolve 10.99.0.1 --resolve fd00:99::1 --resolve $LL_K --resolve-delay 2.5 \
+    --announce "${NEIGH_TEST_ANNOUNCE:-1}"
+
+# 0. Our start-up announcements (RFC 5227 2.3 ARP Announcement, RFC 4861
+#    7.2.6 unsolicited NA with O=1) replace the old MAC without any traffic
+#    from the kernel. All three within 1.5 s of READY, well before we send
+#    anything else.
+declare -A updated=()
+for _ in $(seq 1 15); do
+    for ip in 10.99.0.2 fd00:99::2 $LL_U; do
+        kx ip neigh show "$ip" dev "$VK" | grep -qi "lladdr $MAC_U" && updated[$ip]=1
+    done
+    [ ${#updated[@]} = 3 ] && break
+    sleep 0.1
+done
+for ip in 10.99.0.2 fd00:99::2 $LL_U; do
+    [ -n "${updated[$ip]:-}" ] && pass "announcement updated the kernel's entry for $ip" ||
+        fail "kernel entry for $ip after announcements: '$(kx ip neigh show "$ip" dev "$VK")'"
+done
 
 # ---------------------------------------------------------------- checks
 check_ping() { # name, args...

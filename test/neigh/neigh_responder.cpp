@@ -3,10 +3,12 @@
  * port (any vdev, e.g. net_af_packet on a veth end), runs lib/neigh in a
  * run-to-completion loop for N seconds and, meanwhile, resolves the given
  * next hops through the kernel on the other end. Prints "RESOLVED ip mac"
- * per resolution and the counters at exit.
+ * once per next hop when resolve() first returns a MAC, "EVENT ..." per
+ * neigh event, and the table and counters at exit.
  *
  *   neigh_responder <EAL args> -- --mac 02:00:00:99:00:02 --addr 10.99.0.2/24
- *       --addr fd00:99::2/64 [--resolve 10.99.0.1]... [--vlan TCI] [--seconds 20]
+ *       --addr fd00:99::2/64 [--resolve 10.99.0.1]... [--resolve-delay S]
+ *       [--announce 0|1] [--vlan TCI] [--seconds 20]
  */
 #include <cinttypes>
 #include <csignal>
@@ -42,17 +44,17 @@ static std::string ip_text(const gid &g) {
 }
 
 static void on_event(void *, neigh_event ev, const gid &ip, const mac_addr *mac) {
-    std::printf("%s %s %s\n",
-                ev == neigh_event::resolved  ? "RESOLVED"
-                : ev == neigh_event::changed ? "CHANGED"
-                                             : "FAILED",
+    std::printf("EVENT %s %s %s\n",
+                ev == neigh_event::resolved  ? "resolved"
+                : ev == neigh_event::changed ? "changed"
+                                             : "failed",
                 ip_text(ip).c_str(), mac ? mac->to_string().c_str() : "-");
     std::fflush(stdout);
 }
 
 static int usage() {
     std::fprintf(stderr, "usage: neigh_responder <EAL args> -- --mac MAC --addr A/N [--addr ...] "
-                         "[--resolve IP]... [--vlan TCI] [--seconds N]\n");
+                         "[--resolve IP]... [--resolve-delay S] [--announce 0|1] [--vlan TCI] [--seconds N]\n");
     return 2;
 }
 
@@ -70,6 +72,8 @@ int main(int argc, char **argv) {
     double seconds = 20;
     bool have_mac = false;
     std::optional<uint16_t> vlan;
+    double resolve_delay = 0; /* seconds before the first resolve() */
+    bool announce = true;
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
         if (i + 1 >= argc) return usage();
@@ -88,6 +92,10 @@ int main(int argc, char **argv) {
             auto g = gid::parse(v);
             if (!g) return usage();
             to_resolve.push_back(*g);
+        } else if (a == "--resolve-delay") {
+            resolve_delay = std::atof(v.c_str());
+        } else if (a == "--announce") {
+            announce = std::atoi(v.c_str()) != 0;
         } else if (a == "--vlan") {
             vlan = uint16_t(std::atoi(v.c_str()));
         } else if (a == "--seconds") {
@@ -124,6 +132,7 @@ int main(int argc, char **argv) {
     cfg.pool = pool;
     cfg.event_cb = on_event;
     cfg.vlan_tci = vlan; /* requests tagged; replies keep the request's tag */
+    cfg.announce_on_start = announce;
     neigh nb(cfg, addrs);
 
     std::signal(SIGINT, on_signal);
@@ -132,7 +141,8 @@ int main(int argc, char **argv) {
     const uint64_t start = rte_get_tsc_cycles();
     auto now_ns = [&] { return uint64_t(double(rte_get_tsc_cycles() - start) * 1e9 / double(hz)); };
     const uint64_t end_ns = uint64_t(seconds * 1e9);
-    uint64_t next_resolve = 0, tx_fail = 0;
+    uint64_t next_resolve = uint64_t(resolve_delay * 1e9), tx_fail = 0;
+    std::vector<bool> reported(to_resolve.size());
     constexpr uint16_t burst = 32;
     rte_mbuf *rx[burst], *tx[2 * burst + 8];
 
@@ -144,9 +154,17 @@ int main(int argc, char **argv) {
         if (n_rx) nb.process_burst(rx, n_rx, tx, n_tx);
         if (now >= next_resolve) {
             /* The engine's job: ask until known (it would do this per AH). */
-            for (const gid &g : to_resolve)
-                nb.resolve(g);
-            next_resolve = now + 200'000'000;
+            /* Report the first answer; it may come from the cache without
+             * an event, when the kernel's own ARP/NS taught us first. */
+            for (size_t i = 0; i < to_resolve.size(); i++) {
+                auto mac = nb.resolve(to_resolve[i]);
+                if (mac && !reported[i]) {
+                    reported[i] = true;
+                    std::printf("RESOLVED %s %s\n", ip_text(to_resolve[i]).c_str(), mac->to_string().c_str());
+                    std::fflush(stdout);
+                }
+            }
+            next_resolve = now + 50'000'000;
         }
         nb.poll(now, tx, n_tx, uint16_t(std::size(tx)));
         if (n_tx) {

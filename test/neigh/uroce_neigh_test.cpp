@@ -170,6 +170,7 @@ protected:
         cfg.pool = g_pool;
         cfg.randomize_reachable = false;
         cfg.timer_granularity_ns = 0;
+        cfg.announce_on_start = false; /* tests count poll() output exactly */
         cfg.event_cb = event_log::cb;
         cfg.event_ctx = &events;
         make();
@@ -341,6 +342,32 @@ TEST_F(NeighTest, RequestsCarryConfiguredVlan) {
     EXPECT_FRAME(out[0], nf::arp_request_vlan_expected_out);
     EXPECT_FRAME(out[1], nf::ns_vlan_expected_out);
     expect_icmpv6_checksum_ok(out[1], 18);
+}
+
+TEST_F(NeighTest, AnnouncementsOnStart) {
+    cfg.announce_on_start = true;
+    make();
+    auto out = poll(0);
+    ASSERT_EQ(out.size(), 3u);
+    EXPECT_FRAME(out[0], nf::arp_announce_expected_out); /* RFC 5227 2.3 */
+    EXPECT_FRAME(out[1], nf::una_ll_expected_out);       /* RFC 4861 7.2.6 */
+    EXPECT_FRAME(out[2], nf::una_expected_out);
+    expect_icmpv6_checksum_ok(out[1]);
+    expect_icmpv6_checksum_ok(out[2]);
+    EXPECT_TRUE(poll(S).empty());
+    EXPECT_EQ(poll(2 * S).size(), 3u); /* ANNOUNCE_NUM 2, ANNOUNCE_INTERVAL 2 s */
+    EXPECT_TRUE(poll(10 * S).empty());
+    EXPECT_EQ(n->counters().arp_tx_announce, 2u);
+    EXPECT_EQ(n->counters().nd_tx_unsolicited_na, 4u);
+    /* explicit re-announce; a tx array too small for a whole round waits */
+    n->announce();
+    rte_mbuf *o[3];
+    uint16_t k = 0;
+    n->poll(11 * S, o, k, 2);
+    EXPECT_EQ(k, 0);
+    n->poll(11 * S + 1, o, k, 3);
+    EXPECT_EQ(k, 3);
+    rte_pktmbuf_free_bulk(o, k);
 }
 
 TEST_F(NeighTest, ArpProbeAnsweredNotLearned) {
