@@ -120,19 +120,9 @@ void comp_arm_retrans(qp *q) {
 /* Keep the requester at or after the completer: after a go-back-N restart,
  * late responses can acknowledge WQEs the requester is about to resend. */
 static void sync_req(qp *q) {
-    if (int32_t(q->sq_comp - q->req.wqe) > 0) {
-        q->req.wqe = q->sq_comp;
-        q->req.offset = 0;
-        q->req.psn = q->comp.psn;
-    } else if (q->sq_comp == q->req.wqe && q->sq_comp != q->sq_head &&
-               psn_diff(q->comp.psn, q->req.psn) > 0) {
-        const send_wqe &w = sq_at(q, q->sq_comp);
-        if (w.state == wqe_state::issued && w.opcode != wr_opcode::rdma_read &&
-            !is_atomic_op(w.opcode)) {
-            q->req.offset = uint64_t(psn_diff(q->comp.psn, w.first_psn)) * q->mtu;
-            q->req.psn = q->comp.psn;
-        }
-    }
+    if (int32_t(q->sq_comp - q->req.wqe) > 0 ||
+        (q->sq_comp == q->req.wqe && psn_diff(q->comp.psn, q->req.psn) > 0))
+        req_reposition(q);
 }
 
 static void progress(qp *q) {

@@ -185,6 +185,8 @@ uint64_t rnr_timer_ns(uint8_t code);
 verbs_error req_post_send(qp *q, send_wr *wr, send_wr **bad_wr);
 unsigned req_process(qp *q, unsigned budget);
 void req_start_retry(qp *q);
+/* Point the requester at the completer's position (first unacknowledged PSN). */
+void req_reposition(qp *q);
 bool req_has_work(const qp *q);
 
 /* ---- uroce_comp.cpp: completer */

@@ -145,8 +145,7 @@ bool req_has_work(const qp *q) {
 
 /* Go-back-N (IBTA 9.7.5.2.7 / C9-?: the requester resends from the first
  * unacknowledged PSN). Packets are rebuilt from the WQEs. */
-static void do_retry(qp *q) {
-    q->req.need_retry = false;
+void req_reposition(qp *q) {
     q->req.wqe = q->sq_comp;
     q->req.psn = q->comp.psn;
     q->req.offset = 0;
@@ -154,12 +153,19 @@ static void do_retry(qp *q) {
     if (q->sq_comp == q->sq_head) return;
     send_wqe &w = sq_at(q, q->sq_comp);
     if (w.state == wqe_state::posted || w.state == wqe_state::error) return;
+    /* resume inside the WQE: the packets before comp.psn were acknowledged
+     * (or, for a READ, their responses arrived) */
     int32_t done_psns = psn_diff(q->comp.psn, w.first_psn);
     if (done_psns > 0 && !is_atomic(w.opcode)) {
         q->req.offset = uint64_t(done_psns) * q->mtu;
         if (q->req.offset > w.length) q->req.offset = w.length;
     }
-    ++q->cnt.retransmits;
+}
+
+static void do_retry(qp *q) {
+    q->req.need_retry = false;
+    req_reposition(q);
+    if (q->sq_comp != q->sq_head) ++q->cnt.retransmits;
 }
 
 void req_start_retry(qp *q) {

@@ -139,7 +139,18 @@ static rd_resource *alloc_res(qp *q) {
     uint32_t n = q->attr.max_dest_rd_atomic ? q->attr.max_dest_rd_atomic : 1;
     if (n > r.nres) n = r.nres;
     rd_resource *res = &r.res[r.res_next % n];
-    if (res->queued) return nullptr; /* more outstanding than max_dest_rd_atomic */
+    if (res->queued) {
+        /* The requester keeps at most max_dest_rd_atomic READs/atomics
+         * outstanding, so a new one means the oldest resource is done with
+         * on its side: whatever it still has queued (a replay for a
+         * duplicate) is stale. Drop it from the queue and reuse it. */
+        uint32_t keep = r.outq_tail;
+        uint16_t idx = uint16_t(res - r.res.get());
+        for (uint32_t i = r.outq_tail; i != r.outq_head; ++i)
+            if (r.outq[i & r.outq_mask] != idx) r.outq[(keep++) & r.outq_mask] = r.outq[i & r.outq_mask];
+        r.outq_head = keep;
+        res->queued = false;
+    }
     r.res_next = (r.res_next + 1) % n;
     return res;
 }
