@@ -228,8 +228,18 @@ bool ethdev_port::setup(const ethdev_config &cfg, std::string &err) {
         return false;
     }
     started_ = true;
-    if (cfg.promiscuous) rte_eth_promiscuous_enable(port_id_); /* not every PMD has it; harmless */
     rte_eth_macaddr_get(port_id_, &mac_);
+    bool promiscuous = cfg.promiscuous;
+    if (cfg.mac) {
+        rte_ether_addr want = *cfg.mac;
+        if (rte_eth_dev_default_mac_addr_set(port_id_, &want) != 0) promiscuous = true;
+        mac_ = want;
+    } else if (rte_is_zero_ether_addr(&mac_)) {
+        /* 02:00:00:75:72:<port>: locally administered ("ur" for uroce). */
+        mac_ = rte_ether_addr{{0x02, 0x00, 0x00, 0x75, 0x72, uint8_t(port_id_)}};
+        promiscuous = true;
+    }
+    if (promiscuous) rte_eth_promiscuous_enable(port_id_); /* not every PMD has it; harmless */
     return true;
 }
 

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <rte_ethdev.h>
@@ -40,6 +41,11 @@ struct ethdev_config {
     /* Link MTU to ask the PMD for; 0 = leave it. IB MTU 4096 needs >= 4096 + 80. */
     uint32_t mtu = 0;
     bool promiscuous = true;
+    /* The MAC to use instead of the port's own (--mac). Set in the PMD where
+     * it can; where it cannot (net_ring has no MAC filter) the stack still
+     * sends from it, and the port runs promiscuous. A port whose MAC reads
+     * all-zero gets a locally administered one derived from its port id. */
+    std::optional<rte_ether_addr> mac;
     /* Let the NIC fill IPv4 header checksums when it can. */
     bool use_ipv4_csum_offload = true;
 };
