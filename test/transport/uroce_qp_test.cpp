@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * QP state machine and attribute validation (IBTA 10.3.1 table 91, as
+ * ib_modify_qp_is_ok): required and optional attributes per transition and
+ * QP type, value ranges, RESET/ERR from anywhere, query_qp.
+ */
+#include "uroce_tp_fixture.h"
+
+using namespace uroce;
+using namespace uroce::test;
+
+namespace {
+
+class qp_sm : public pair_fixture {
+  protected:
+    void SetUp() override {
+        pair_fixture::SetUp();
+        make_link();
+        open(a, a.port, gid::from_ipv4(0x0a000001), mac_a, 1);
+        open(b, b.port, gid::from_ipv4(0x0a000002), mac_b, 2);
+    }
+    qp *fresh(qp_type t) {
+        opt.type = t;
+        return make_qp(a);
+    }
+    qp_attr init_attr() {
+        qp_attr at;
+        at.qp_state = qp_state::init;
+        at.port_num = 1;
+        return at;
+    }
+    static constexpr unsigned init_mask =
+        qp_attr_state | qp_attr_pkey_index | qp_attr_port | qp_attr_access_flags;
+    qp_attr rtr_attr() {
+        qp_attr at;
+        at.qp_state = qp_state::rtr;
+        at.path_mtu = mtu::mtu_1024;
+        at.dest_qp_num = 0x42;
+        at.rq_psn = 5;
+        at.max_dest_rd_atomic = 4;
+        at.min_rnr_timer = 12;
+        at.ah_attr = ah_to(b);
+        return at;
+    }
+    static constexpr unsigned rtr_mask = qp_attr_state | qp_attr_av | qp_attr_path_mtu |
+                                         qp_attr_dest_qpn | qp_attr_rq_psn |
+                                         qp_attr_max_dest_rd_atomic | qp_attr_min_rnr_timer;
+    qp_attr rts_attr() {
+        qp_attr at;
+        at.qp_state = qp_state::rts;
+        at.sq_psn = 9;
+        at.timeout = 14;
+        at.retry_cnt = 7;
+        at.rnr_retry = 7;
+        at.max_rd_atomic = 4;
+        return at;
+    }
+    static constexpr unsigned rts_mask = qp_attr_state | qp_attr_sq_psn | qp_attr_timeout |
+                                         qp_attr_retry_cnt | qp_attr_rnr_retry |
+                                         qp_attr_max_qp_rd_atomic;
+};
+
+TEST_F(qp_sm, qpns_start_at_0x11) {
+    qp *q1 = fresh(qp_type::rc), *q2 = fresh(qp_type::ud);
+    EXPECT_EQ(qp_num(q1), 0x11u);
+    EXPECT_EQ(qp_num(q2), 0x12u);
+    EXPECT_EQ(destroy_qp(q1), verbs_error::ok);
+    EXPECT_EQ(qp_num(fresh(qp_type::rc)), 0x13u); /* numbers are not reused at once */
+}
+
+TEST_F(qp_sm, rc_happy_path_and_query) {
+    qp *q = fresh(qp_type::rc);
+    EXPECT_EQ(modify_qp(q, init_attr(), init_mask), verbs_error::ok);
+    EXPECT_EQ(modify_qp(q, rtr_attr(), rtr_mask), verbs_error::ok);
+    EXPECT_EQ(modify_qp(q, rts_attr(), rts_mask), verbs_error::ok);
+    qp_attr out;
+    qp_init_attr iout;
+    ASSERT_EQ(query_qp(q, &out, 0, &iout), verbs_error::ok);
+    EXPECT_EQ(out.qp_state, qp_state::rts);
+    EXPECT_EQ(out.path_mtu, mtu::mtu_1024);
+    EXPECT_EQ(out.dest_qp_num, 0x42u);
+    EXPECT_EQ(out.rq_psn, 5u);
+    EXPECT_EQ(out.sq_psn, 9u);
+    EXPECT_EQ(out.timeout, 14);
+    EXPECT_EQ(out.max_dest_rd_atomic, 4);
+    EXPECT_EQ(out.min_rnr_timer, 12);
+    EXPECT_EQ(out.ah_attr.grh.dgid, b.g);
+    EXPECT_EQ(iout.qp_type, qp_type::rc);
+    /* RTS -> SQD -> RTS, RTS -> RTS with an optional attribute */
+    qp_attr at;
+    at.qp_state = qp_state::sqd;
+    EXPECT_EQ(modify_qp(q, at, qp_attr_state), verbs_error::ok);
+    at.qp_state = qp_state::rts;
+    EXPECT_EQ(modify_qp(q, at, qp_attr_state), verbs_error::ok);
+    at.min_rnr_timer = 3;
+    EXPECT_EQ(modify_qp(q, at, qp_attr_state | qp_attr_min_rnr_timer), verbs_error::ok);
+    /* to ERR and back to RESET from anywhere */
+    at.qp_state = qp_state::err;
+    EXPECT_EQ(modify_qp(q, at, qp_attr_state), verbs_error::ok);
+    at.qp_state = qp_state::reset;
+    EXPECT_EQ(modify_qp(q, at, qp_attr_state), verbs_error::ok);
+    EXPECT_EQ(modify_qp(q, init_attr(), init_mask), verbs_error::ok);
+}
+
+TEST_F(qp_sm, missing_required_attributes) {
+    qp *q = fresh(qp_type::rc);
+    EXPECT_EQ(modify_qp(q, init_attr(), init_mask & ~qp_attr_access_flags), verbs_error::inval);
+    ASSERT_EQ(modify_qp(q, init_attr(), init_mask), verbs_error::ok);
+    for (unsigned bit : {unsigned(qp_attr_av), unsigned(qp_attr_path_mtu), unsigned(qp_attr_dest_qpn),
+                         unsigned(qp_attr_rq_psn), unsigned(qp_attr_max_dest_rd_atomic),
+                         unsigned(qp_attr_min_rnr_timer)})
+        EXPECT_EQ(modify_qp(q, rtr_attr(), rtr_mask & ~bit), verbs_error::inval) << bit;
+    ASSERT_EQ(modify_qp(q, rtr_attr(), rtr_mask), verbs_error::ok);
+    for (unsigned bit : {unsigned(qp_attr_sq_psn), unsigned(qp_attr_timeout), unsigned(qp_attr_retry_cnt),
+                         unsigned(qp_attr_rnr_retry), unsigned(qp_attr_max_qp_rd_atomic)})
+        EXPECT_EQ(modify_qp(q, rts_attr(), rts_mask & ~bit), verbs_error::inval) << bit;
+    EXPECT_EQ(q->state, qp_state::rtr); /* a refused modify changes nothing */
+}
+
+TEST_F(qp_sm, unexpected_attributes_and_transitions) {
+    qp *q = fresh(qp_type::rc);
+    /* RESET -> RTR is not a transition */
+    EXPECT_EQ(modify_qp(q, rtr_attr(), rtr_mask), verbs_error::inval);
+    /* RESET -> INIT with an RTR attribute */
+    EXPECT_EQ(modify_qp(q, init_attr(), init_mask | qp_attr_sq_psn), verbs_error::inval);
+    /* UD needs a Q_Key, not access flags */
+    qp *u = fresh(qp_type::ud);
+    EXPECT_EQ(modify_qp(u, init_attr(), init_mask), verbs_error::inval);
+    qp_attr at = init_attr();
+    at.qkey = 0x1234;
+    EXPECT_EQ(modify_qp(u, at, qp_attr_state | qp_attr_pkey_index | qp_attr_port | qp_attr_qkey),
+              verbs_error::ok);
+    at = qp_attr{};
+    at.qp_state = qp_state::rtr;
+    EXPECT_EQ(modify_qp(u, at, qp_attr_state), verbs_error::ok);
+    at.qp_state = qp_state::rts;
+    EXPECT_EQ(modify_qp(u, at, qp_attr_state), verbs_error::inval); /* UD needs an SQ PSN */
+    EXPECT_EQ(modify_qp(u, at, qp_attr_state | qp_attr_sq_psn), verbs_error::ok);
+    /* UC: RTR needs no rd_atomic/rnr attributes and refuses them */
+    qp *c = fresh(qp_type::uc);
+    ASSERT_EQ(modify_qp(c, init_attr(), init_mask), verbs_error::ok);
+    EXPECT_EQ(modify_qp(c, rtr_attr(), rtr_mask), verbs_error::inval);
+    EXPECT_EQ(modify_qp(c, rtr_attr(),
+                        qp_attr_state | qp_attr_av | qp_attr_path_mtu | qp_attr_dest_qpn | qp_attr_rq_psn),
+              verbs_error::ok);
+    /* CUR_STATE must match */
+    at = qp_attr{};
+    at.qp_state = qp_state::rts;
+    at.cur_qp_state = qp_state::init;
+    EXPECT_EQ(modify_qp(c, at, qp_attr_state | qp_attr_sq_psn | qp_attr_cur_state), verbs_error::inval);
+    at.cur_qp_state = qp_state::rtr;
+    EXPECT_EQ(modify_qp(c, at, qp_attr_state | qp_attr_sq_psn | qp_attr_cur_state), verbs_error::ok);
+}
+
+TEST_F(qp_sm, value_ranges) {
+    qp *q = fresh(qp_type::rc);
+    ASSERT_EQ(modify_qp(q, init_attr(), init_mask), verbs_error::ok);
+    auto bad_rtr = [&](auto mutate) {
+        qp_attr at = rtr_attr();
+        mutate(at);
+        return modify_qp(q, at, rtr_mask);
+    };
+    EXPECT_EQ(bad_rtr([](qp_attr &at) { at.path_mtu = mtu(0); }), verbs_error::inval);
+    EXPECT_EQ(bad_rtr([](qp_attr &at) { at.path_mtu = mtu(6); }), verbs_error::inval);
+    EXPECT_EQ(bad_rtr([](qp_attr &at) { at.dest_qp_num = 1u << 24; }), verbs_error::inval);
+    EXPECT_EQ(bad_rtr([](qp_attr &at) { at.rq_psn = 1u << 24; }), verbs_error::inval);
+    EXPECT_EQ(bad_rtr([](qp_attr &at) { at.min_rnr_timer = 32; }), verbs_error::inval);
+    EXPECT_EQ(bad_rtr([](qp_attr &at) { at.max_dest_rd_atomic = 200; }), verbs_error::inval);
+    EXPECT_EQ(bad_rtr([](qp_attr &at) { at.ah_attr.grh.sgid_index = 3; }), verbs_error::inval);
+    EXPECT_EQ(bad_rtr([](qp_attr &at) { at.ah_attr.grh.dgid = gid{}; }), verbs_error::inval);
+    /* IPv4 source GID to an IPv6 destination GID */
+    EXPECT_EQ(bad_rtr([](qp_attr &at) { at.ah_attr.grh.dgid = *gid::parse("fd00::1"); }),
+              verbs_error::inval);
+    ASSERT_EQ(modify_qp(q, rtr_attr(), rtr_mask), verbs_error::ok);
+    auto bad_rts = [&](auto mutate) {
+        qp_attr at = rts_attr();
+        mutate(at);
+        return modify_qp(q, at, rts_mask);
+    };
+    EXPECT_EQ(bad_rts([](qp_attr &at) { at.timeout = 32; }), verbs_error::inval);
+    EXPECT_EQ(bad_rts([](qp_attr &at) { at.retry_cnt = 8; }), verbs_error::inval);
+    EXPECT_EQ(bad_rts([](qp_attr &at) { at.rnr_retry = 8; }), verbs_error::inval);
+    EXPECT_EQ(bad_rts([](qp_attr &at) { at.sq_psn = 0x1000000; }), verbs_error::inval);
+    EXPECT_EQ(bad_rts([](qp_attr &at) { at.max_rd_atomic = 129; }), verbs_error::inval);
+    EXPECT_EQ(bad_rts([](qp_attr &) {}), verbs_error::ok);
+}
+
+TEST_F(qp_sm, udp_source_port_from_flow_label) {
+    qp *q = fresh(qp_type::rc);
+    ASSERT_EQ(modify_qp(q, init_attr(), init_mask), verbs_error::ok);
+    qp_attr at = rtr_attr();
+    at.dest_qp_num = 0x11;
+    ASSERT_EQ(modify_qp(q, at, rtr_mask), verbs_error::ok);
+    /* the kernel's rdma_calc_flow_label / rdma_flow_label_to_udp_sport */
+    EXPECT_EQ(q->path.udp_sport, flow_label_to_udp_sport(calc_flow_label(qp_num(q), 0x11)));
+    EXPECT_GE(q->path.udp_sport, 0xc000);
+}
+
+TEST_F(qp_sm, reset_discards_and_err_flushes_rq) {
+    opt.max_recv_wr = 4;
+    qp *q = fresh(qp_type::rc);
+    ASSERT_EQ(modify_qp(q, init_attr(), init_mask), verbs_error::ok);
+    uint8_t buf[16];
+    mr *m = reg(a, buf, 16);
+    for (int i = 0; i < 4; ++i) ASSERT_EQ(post_recv_buf(a, buf, 16, m, i, q), verbs_error::ok);
+    EXPECT_EQ(post_recv_buf(a, buf, 16, m, 5, q), verbs_error::nomem);
+    qp_attr at;
+    at.qp_state = qp_state::err;
+    ASSERT_EQ(modify_qp(q, at, qp_attr_state), verbs_error::ok);
+    wc w[8];
+    int n = poll_cq(a.rcq, 8, w);
+    ASSERT_EQ(n, 4);
+    for (int i = 0; i < 4; ++i) {
+        EXPECT_EQ(w[i].wr_id, uint64_t(i));
+        EXPECT_EQ(w[i].status, wc_status::wr_flush_err);
+    }
+}
+
+} // namespace

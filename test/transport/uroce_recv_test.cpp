@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Receive dispatch: every drop is counted by reason and touches nothing:
+ * bad ICRC, not RoCEv2, unknown QPN, another node's GID, wrong transport,
+ * P_Key, state; and the device/QP counters add up.
+ */
+#include <cstring>
+#include <vector>
+
+#include "uroce_tp_fixture.h"
+
+using namespace uroce;
+using namespace uroce::test;
+
+namespace {
+
+class recv : public pair_fixture {};
+
+TEST_F(recv, drops_are_counted_and_harmless) {
+    setup_pair();
+    std::vector<uint8_t> dst(4096, 0);
+    mr *md = reg(b, dst.data(), dst.size());
+    ASSERT_EQ(post_recv_buf(b, dst.data(), 4096, md, 1), verbs_error::ok);
+    std::vector<uint8_t> pl(100, 0x5c);
+    ext_fields x;
+    x.va = reinterpret_cast<uint64_t>(dst.data());
+    x.rkey = mr_rkey(md);
+    x.dma_length = 100;
+    auto craft = [&](uint8_t op, uint32_t dqpn) {
+        bth_fields bf;
+        bf.opcode = op;
+        bf.psn = b.qp->resp.psn;
+        bf.dest_qp = dqpn;
+        bf.ack_req = true;
+        payload_src src;
+        src.flat = pl.data();
+        return pkt_build(test_pool(), a.qp->hdr, bf, x, &src, 100, 1);
+    };
+    const auto &dc = b.ctx->counters();
+    /* bad ICRC: one flipped payload bit */
+    rte_mbuf *m = craft(to_u8(ib_opcode::rc_rdma_write_only), qp_num(b.qp));
+    rte_pktmbuf_mtod(m, uint8_t *)[m->pkt_len - 10] ^= 0x10;
+    b.ctx->rx_burst(&m, 1);
+    EXPECT_EQ(dc.rx_icrc_errors, 1u);
+    /* unknown QPN */
+    m = craft(to_u8(ib_opcode::rc_rdma_write_only), 0x999);
+    b.ctx->rx_burst(&m, 1);
+    EXPECT_EQ(dc.rx_no_qp, 1u);
+    /* UC opcode to an RC QP */
+    m = craft(to_u8(ib_opcode::uc_rdma_write_only), qp_num(b.qp));
+    b.ctx->rx_burst(&m, 1);
+    EXPECT_EQ(dc.rx_wrong_transport, 1u);
+    /* another node's destination IP (ICRC recomputed, so only the GID is wrong) */
+    hdr_template t = a.qp->hdr;
+    reinterpret_cast<ipv4_hdr *>(t.bytes + t.l2_len)->set_dst_addr(0x0a0000ff);
+    bth_fields bf;
+    bf.opcode = to_u8(ib_opcode::rc_rdma_write_only);
+    bf.psn = b.qp->resp.psn;
+    bf.dest_qp = qp_num(b.qp);
+    payload_src src;
+    src.flat = pl.data();
+    m = pkt_build(test_pool(), t, bf, x, &src, 100, 1);
+    b.ctx->rx_burst(&m, 1);
+    EXPECT_EQ(dc.rx_not_ours, 1u);
+    /* a P_Key we do not hold */
+    bf.pkey = 0x1234;
+    m = pkt_build(test_pool(), a.qp->hdr, bf, x, &src, 100, 1);
+    b.ctx->rx_burst(&m, 1);
+    EXPECT_EQ(dc.rx_bad_pkey, 1u);
+    /* not RoCEv2 at all: a truncated frame */
+    m = rte_pktmbuf_alloc(test_pool());
+    std::memset(rte_pktmbuf_append(m, 20), 0, 20);
+    b.ctx->rx_burst(&m, 1);
+    EXPECT_EQ(dc.rx_parse_errors, 1u);
+    EXPECT_EQ(dc.rx_pkts, 6u);
+    for (uint8_t v : dst) ASSERT_EQ(v, 0);
+    EXPECT_EQ(b.qp->cnt.rx_pkts, 0u);
+    /* the same packet, intact, is accepted */
+    m = craft(to_u8(ib_opcode::rc_rdma_write_only), qp_num(b.qp));
+    b.ctx->rx_burst(&m, 1);
+    EXPECT_EQ(b.qp->cnt.rx_pkts, 1u);
+    EXPECT_EQ(dst[0], 0x5c);
+    EXPECT_EQ(dst[99], 0x5c);
+    EXPECT_EQ(dst[100], 0);
+}
+
+TEST_F(recv, counters_have_names_and_sum) {
+    setup_pair();
+    std::vector<uint8_t> src(5000), dst(5000);
+    mr *ms = reg(a, src.data(), src.size());
+    mr *md = reg(b, dst.data(), dst.size());
+    ASSERT_EQ(post_one(a, wr_opcode::rdma_write, src.data(), 5000, ms, 1,
+                       reinterpret_cast<uint64_t>(dst.data()), mr_rkey(md)),
+              verbs_error::ok);
+    ASSERT_EQ(poll_n(a.scq, 1).size(), 1u);
+    qp_counters tot = a.ctx->qp_totals();
+    EXPECT_EQ(tot.tx_pkts, 5u);
+    EXPECT_EQ(tot.tx_bytes, 5000u);
+    EXPECT_EQ(a.ctx->counters().tx_pkts, 5u);
+    EXPECT_EQ(b.ctx->counters().rx_pkts, 5u);
+    EXPECT_EQ(b.ctx->qp_totals().rx_bytes, 5000u);
+    for (const auto &d : qp_counter_table) {
+        EXPECT_NE(d.name, nullptr);
+        EXPECT_NE(std::strlen(d.description), 0u);
+    }
+    EXPECT_EQ(counter_value(a.qp->cnt, qp_counter_table[0]), a.qp->cnt.tx_pkts);
+    /* a destroyed QP's counters stay in the device totals */
+    ASSERT_EQ(destroy_qp(a.qp), verbs_error::ok);
+    a.qp = nullptr;
+    EXPECT_EQ(a.ctx->qp_totals().tx_pkts, 5u);
+}
+
+} // namespace

@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Timer wheel: never early, fires once, cancel, re-arm from a callback,
+ * timers beyond one revolution, long jumps of the clock; PSN arithmetic.
+ */
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "uroce_psn.h"
+#include "uroce_timer.h"
+
+using namespace uroce;
+
+namespace {
+
+struct counter_t {
+    int fired = 0;
+    timer_wheel *w = nullptr;
+    timer_node *self = nullptr;
+    uint64_t *now = nullptr;
+    int rearm = 0;
+};
+
+static void on_fire(void *arg) {
+    auto *c = static_cast<counter_t *>(arg);
+    ++c->fired;
+    if (c->rearm > 0) {
+        --c->rearm;
+        c->w->arm(*c->self, *c->now, 0);
+    }
+}
+
+TEST(timer_wheel_test, fires_once_never_early) {
+    timer_wheel w;
+    uint64_t now = 5'000'000;
+    w.start(now);
+    counter_t c;
+    timer_node t;
+    t.fn = on_fire;
+    t.arg = &c;
+    w.arm(t, now, 100'000);
+    EXPECT_EQ(w.advance(now + 99'000), 0u);
+    EXPECT_EQ(c.fired, 0);
+    EXPECT_EQ(w.advance(now + 101'500), 1u);
+    EXPECT_EQ(c.fired, 1);
+    EXPECT_EQ(w.advance(now + 10'000'000), 0u);
+    EXPECT_FALSE(t.armed());
+}
+
+TEST(timer_wheel_test, cancel_and_rearm) {
+    timer_wheel w;
+    uint64_t now = 0;
+    w.start(now);
+    counter_t c;
+    timer_node t;
+    t.fn = on_fire;
+    t.arg = &c;
+    w.arm(t, now, 50'000);
+    w.cancel(t);
+    EXPECT_EQ(w.armed_count(), 0u);
+    EXPECT_EQ(w.advance(100'000), 0u);
+    /* re-arming moves the deadline */
+    w.arm(t, 100'000, 50'000);
+    w.arm(t, 100'000, 500'000);
+    EXPECT_EQ(w.advance(200'000), 0u);
+    EXPECT_EQ(w.advance(601'100), 1u);
+    /* a callback that re-arms itself with no delay fires again next tick, not forever */
+    c = counter_t{};
+    c.w = &w;
+    c.self = &t;
+    now = 700'000;
+    c.now = &now;
+    c.rearm = 3;
+    w.arm(t, now, 0);
+    now += 100'000;
+    w.advance(now);
+    EXPECT_GE(c.fired, 1);
+    for (int i = 0; i < 10; ++i) {
+        now += 2048;
+        w.advance(now);
+    }
+    EXPECT_EQ(c.fired, 4);
+}
+
+TEST(timer_wheel_test, beyond_one_revolution_and_long_jumps) {
+    timer_wheel w;
+    uint64_t now = 0;
+    w.start(now);
+    std::vector<counter_t> cs(50);
+    std::vector<timer_node> ts(50);
+    for (int i = 0; i < 50; ++i) {
+        ts[i].fn = on_fire;
+        ts[i].arg = &cs[i];
+        /* spread from 1 us to ~ 50 revolutions (4.2 ms each) */
+        w.arm(ts[i], now, uint64_t(i + 1) * 4'300'000ull);
+    }
+    for (int i = 0; i < 50; ++i) {
+        uint64_t due = uint64_t(i + 1) * 4'300'000ull;
+        w.advance(due - 2000);
+        EXPECT_EQ(cs[i].fired, 0) << i;
+        w.advance(due + 1100);
+        EXPECT_EQ(cs[i].fired, 1) << i;
+    }
+    /* a jump of many revolutions fires everything that is due exactly once */
+    for (int i = 0; i < 50; ++i) {
+        cs[i].fired = 0;
+        w.arm(ts[i], 300'000'000, uint64_t(i) * 1'000'000);
+    }
+    w.advance(2'000'000'000);
+    for (auto &c : cs) EXPECT_EQ(c.fired, 1);
+}
+
+TEST(psn_test, arithmetic) {
+    EXPECT_EQ(psn_add(0xfffffe, 3), 1u);
+    EXPECT_EQ(psn_sub(1, 2), 0xffffffu);
+    EXPECT_GT(psn_diff(1, 0xffffff), 0);
+    EXPECT_LT(psn_diff(0xffffff, 1), 0);
+    EXPECT_EQ(psn_diff(0x800000 - 1, 0), 0x7fffff);
+    EXPECT_EQ(psn_diff(0x800000, 0), -0x800000);
+}
+
+} // namespace
