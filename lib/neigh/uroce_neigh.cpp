@@ -225,14 +225,22 @@ const char *const *neigh_counter_names(size_t &n) {
 
 const char *neigh_state_name(neigh_state s) {
     switch (s) {
-    case neigh_state::none: return "NONE";
-    case neigh_state::incomplete: return "INCOMPLETE";
-    case neigh_state::reachable: return "REACHABLE";
-    case neigh_state::stale: return "STALE";
-    case neigh_state::delay: return "DELAY";
-    case neigh_state::probe: return "PROBE";
-    case neigh_state::failed: return "FAILED";
-    case neigh_state::permanent: return "PERMANENT";
+    case neigh_state::none:
+        return "NONE";
+    case neigh_state::incomplete:
+        return "INCOMPLETE";
+    case neigh_state::reachable:
+        return "REACHABLE";
+    case neigh_state::stale:
+        return "STALE";
+    case neigh_state::delay:
+        return "DELAY";
+    case neigh_state::probe:
+        return "PROBE";
+    case neigh_state::failed:
+        return "FAILED";
+    case neigh_state::permanent:
+        return "PERMANENT";
     }
     return "?";
 }
@@ -262,7 +270,8 @@ uint16_t neigh::mbuf_sum(const rte_mbuf *m, uint32_t off, uint32_t len) {
             continue;
         }
         uint32_t n = std::min(sl - off, len);
-        uint16_t s = fold(__rte_raw_cksum(rte_pktmbuf_mtod_offset(seg, const uint8_t *, off), n, 0));
+        uint16_t s =
+            fold(__rte_raw_cksum(rte_pktmbuf_mtod_offset(seg, const uint8_t *, off), n, 0));
         if (done & 1) s = bswap16(s);
         sum += s;
         done += n;
@@ -273,8 +282,8 @@ uint16_t neigh::mbuf_sum(const rte_mbuf *m, uint32_t off, uint32_t len) {
 }
 
 uint32_t neigh::ipv6_pseudo_sum(const uint8_t *src, const uint8_t *dst, uint32_t len, uint8_t nh) {
-    const uint8_t tail[8] = {uint8_t(len >> 24), uint8_t(len >> 16), uint8_t(len >> 8), uint8_t(len),
-                             0, 0, 0, nh};
+    const uint8_t tail[8] = {
+        uint8_t(len >> 24), uint8_t(len >> 16), uint8_t(len >> 8), uint8_t(len), 0, 0, 0, nh};
     uint32_t s = __rte_raw_cksum(src, 16, 0);
     s = __rte_raw_cksum(dst, 16, s);
     return __rte_raw_cksum(tail, sizeof(tail), s);
@@ -404,14 +413,28 @@ void neigh::set_state(entry *e, neigh_state s) {
     e->state = s;
     e->probes = 0;
     switch (s) {
-    case neigh_state::incomplete: arm(e, now_); break; /* first request right away */
-    case neigh_state::reachable: arm(e, reachable_deadline()); break;
-    case neigh_state::stale: arm(e, now_ + cfg_.stale_gc_ns); break;
-    case neigh_state::delay: arm(e, now_ + cfg_.delay_first_probe_ns); break;
-    case neigh_state::probe: arm(e, now_); break;
-    case neigh_state::failed: arm(e, now_ + cfg_.failed_hold_ns); break;
+    case neigh_state::incomplete:
+        arm(e, now_);
+        break; /* first request right away */
+    case neigh_state::reachable:
+        arm(e, reachable_deadline());
+        break;
+    case neigh_state::stale:
+        arm(e, now_ + cfg_.stale_gc_ns);
+        break;
+    case neigh_state::delay:
+        arm(e, now_ + cfg_.delay_first_probe_ns);
+        break;
+    case neigh_state::probe:
+        arm(e, now_);
+        break;
+    case neigh_state::failed:
+        arm(e, now_ + cfg_.failed_hold_ns);
+        break;
     case neigh_state::permanent:
-    case neigh_state::none: e->deadline = 0; break;
+    case neigh_state::none:
+        e->deadline = 0;
+        break;
     }
 }
 
@@ -488,10 +511,17 @@ std::optional<mac_addr> neigh::resolve(const gid &ip) {
         case neigh_state::reachable:
         case neigh_state::delay:
         case neigh_state::probe:
-        case neigh_state::permanent: ctr_.cache_hits++; return e->mac;
-        case neigh_state::incomplete: ctr_.resolve_pending++; return std::nullopt;
-        case neigh_state::failed: ctr_.resolve_failed++; return std::nullopt;
-        case neigh_state::none: break;
+        case neigh_state::permanent:
+            ctr_.cache_hits++;
+            return e->mac;
+        case neigh_state::incomplete:
+            ctr_.resolve_pending++;
+            return std::nullopt;
+        case neigh_state::failed:
+            ctr_.resolve_failed++;
+            return std::nullopt;
+        case neigh_state::none:
+            break;
         }
         return std::nullopt;
     }
@@ -537,7 +567,8 @@ void neigh::confirm(const gid &ip) {
         e->updated = now_;
         set_state(e, neigh_state::reachable);
         break;
-    default: break;
+    default:
+        break;
     }
 }
 
@@ -601,7 +632,8 @@ void neigh::dump_counters(FILE *f) const {
         if (v[i]) std::fprintf(f, "neigh.%s %" PRIu64 "\n", names[i], v[i]);
     for (size_t i = 0; i < drops_.size(); i++)
         if (drops_[i])
-            std::fprintf(f, "neigh.drop.%s %" PRIu64 "\n", neigh_drop_name(neigh_drop(i)), drops_[i]);
+            std::fprintf(f, "neigh.drop.%s %" PRIu64 "\n", neigh_drop_name(neigh_drop(i)),
+                         drops_[i]);
 }
 
 /* ================================================================ tx helpers */
@@ -619,7 +651,8 @@ bool reshape(rte_mbuf *m, uint32_t content, uint32_t len) {
         m->pkt_len = m->data_len;
     }
     if (uint32_t(m->buf_len) - m->data_off < len) return false;
-    if (len > content) std::memset(rte_pktmbuf_mtod_offset(m, uint8_t *, content), 0, len - content);
+    if (len > content)
+        std::memset(rte_pktmbuf_mtod_offset(m, uint8_t *, content), 0, len - content);
     m->data_len = uint16_t(len);
     m->pkt_len = len;
     return true;
@@ -715,7 +748,8 @@ nd_options parse_nd_options(const uint8_t *opt, size_t len, uint8_t want_type) {
 
 /* A zeroed frame of len bytes (plus the configured 802.1Q tag) from the
  * pool, with its Ethernet header written; p/l2 point at it. */
-rte_mbuf *neigh::alloc_frame(uint32_t l3_len, const mac_addr &dst, uint16_t et, uint8_t *&p, size_t &l2) {
+rte_mbuf *neigh::alloc_frame(uint32_t l3_len, const mac_addr &dst, uint16_t et, uint8_t *&p,
+                             size_t &l2) {
     if (!cfg_.pool) {
         ctr_.tx_alloc_fail++;
         return nullptr;
@@ -763,7 +797,8 @@ rte_mbuf *neigh::build_nd(uint8_t type, const mac_addr &dst_mac, const gid &src,
     constexpr uint32_t icmp_len = sizeof(nd_ns) + sizeof(nd_opt_lladdr);
     uint8_t *p;
     size_t l2;
-    rte_mbuf *m = alloc_frame(uint32_t(sizeof(ipv6_hdr) + icmp_len), dst_mac, ether_type_ipv6, p, l2);
+    rte_mbuf *m =
+        alloc_frame(uint32_t(sizeof(ipv6_hdr) + icmp_len), dst_mac, ether_type_ipv6, p, l2);
     if (!m) return nullptr;
     auto *ip6 = reinterpret_cast<ipv6_hdr *>(p + l2);
     ip6->set_vtc_flow(0, 0);
@@ -780,7 +815,8 @@ rte_mbuf *neigh::build_nd(uint8_t type, const mac_addr &dst_mac, const gid &src,
     opt->type = type == icmpv6_type_neighbor_solicit ? nd_opt_source_lladdr : nd_opt_target_lladdr;
     opt->len = 1;
     addrs_.mac().copy_to(opt->addr);
-    uint32_t s = ipv6_pseudo_sum(ip6->src, ip6->dst, icmp_len, ip_proto_icmpv6) + rte_raw_cksum(na, icmp_len);
+    uint32_t s = ipv6_pseudo_sum(ip6->src, ip6->dst, icmp_len, ip_proto_icmpv6) +
+                 rte_raw_cksum(na, icmp_len);
     store_csum(na->h.checksum_be, fold(s));
     return m;
 }
@@ -805,7 +841,8 @@ rte_mbuf *neigh::build_request(entry *e, bool unicast) {
      * source is never :: here). */
     const uint8_t *target = e->ip.raw.data();
     gid dst = unicast ? e->ip : ipv6_solicited_node(target);
-    rte_mbuf *m = build_nd(icmpv6_type_neighbor_solicit, unicast ? e->mac : ipv6_multicast_mac(dst.raw.data()),
+    rte_mbuf *m = build_nd(icmpv6_type_neighbor_solicit,
+                           unicast ? e->mac : ipv6_multicast_mac(dst.raw.data()),
                            addrs_.ipv6_source_for(target), dst, e->ip, 0);
     if (m) ctr_.nd_tx_ns++;
     return m;
@@ -838,7 +875,8 @@ void neigh::emit_announcements(rte_mbuf **tx_out, uint16_t &n_tx, uint16_t tx_ca
     mac_addr all_mac = ipv6_multicast_mac(all.raw.data());
     for (size_t i = 0; i <= addrs_.num_ipv6(); i++) {
         const gid &t = i == 0 ? addrs_.link_local() : addrs_.ipv6_at(i - 1).addr;
-        if (rte_mbuf *m = build_nd(icmpv6_type_neighbor_advert, all_mac, t, all, t, nd_na::flag_override)) {
+        if (rte_mbuf *m =
+                build_nd(icmpv6_type_neighbor_advert, all_mac, t, all, t, nd_na::flag_override)) {
             tx_out[n_tx++] = m;
             ctr_.nd_tx_unsolicited_na++;
         }
@@ -861,14 +899,16 @@ bool neigh::is_neigh_frame(const rte_mbuf *m) {
         l2 += sizeof(vlan_hdr);
     }
     switch (et) {
-    case ether_type_arp: return true;
+    case ether_type_arp:
+        return true;
     case ether_type_ipv4:
         return len >= l2 + sizeof(ipv4_hdr) &&
                reinterpret_cast<const ipv4_hdr *>(p + l2)->protocol == ip_proto_icmp;
     case ether_type_ipv6:
         return len >= l2 + sizeof(ipv6_hdr) &&
                reinterpret_cast<const ipv6_hdr *>(p + l2)->next_header == ip_proto_icmpv6;
-    default: return false;
+    default:
+        return false;
     }
 }
 
@@ -897,7 +937,8 @@ void neigh::process_burst(rte_mbuf **in, uint16_t n, rte_mbuf **tx_out, uint16_t
             uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
             uint32_t dlen = m->data_len;
             if (dlen < sizeof(eth_hdr)) {
-                v = drop(m->pkt_len < sizeof(eth_hdr) ? neigh_drop::truncated : neigh_drop::headers_split);
+                v = drop(m->pkt_len < sizeof(eth_hdr) ? neigh_drop::truncated
+                                                      : neigh_drop::headers_split);
                 break;
             }
             auto *eth = reinterpret_cast<eth_hdr *>(p);
@@ -925,10 +966,18 @@ void neigh::process_burst(rte_mbuf **in, uint16_t n, rte_mbuf **tx_out, uint16_t
                 break;
             }
             switch (et) {
-            case ether_type_arp: v = handle_arp(m, p, l2); break;
-            case ether_type_ipv4: v = handle_ipv4(m, l2); break;
-            case ether_type_ipv6: v = handle_ipv6(m, l2); break;
-            default: v = drop(neigh_drop::unsupported_ethertype); break;
+            case ether_type_arp:
+                v = handle_arp(m, p, l2);
+                break;
+            case ether_type_ipv4:
+                v = handle_ipv4(m, l2);
+                break;
+            case ether_type_ipv6:
+                v = handle_ipv6(m, l2);
+                break;
+            default:
+                v = drop(neigh_drop::unsupported_ethertype);
+                break;
             }
         } while (false);
 
@@ -949,7 +998,8 @@ void neigh::process_burst(rte_mbuf **in, uint16_t n, rte_mbuf **tx_out, uint16_t
 neigh::verdict neigh::handle_arp(rte_mbuf *m, uint8_t *p, size_t l2) {
     ctr_.rx_arp++;
     if (m->data_len < l2 + sizeof(arp_hdr))
-        return drop(m->pkt_len < l2 + sizeof(arp_hdr) ? neigh_drop::truncated : neigh_drop::headers_split);
+        return drop(m->pkt_len < l2 + sizeof(arp_hdr) ? neigh_drop::truncated
+                                                      : neigh_drop::headers_split);
     auto *a = reinterpret_cast<arp_hdr *>(p + l2);
     /* RFC 826 "Packet Reception": only (ar$hrd, ar$pro) we speak. */
     if (!a->is_ether_ipv4()) return drop(neigh_drop::bad_arp);
@@ -989,8 +1039,8 @@ neigh::verdict neigh::handle_arp(rte_mbuf *m, uint8_t *p, size_t l2) {
         if (e) {
             if (e->state != neigh_state::permanent) {
                 neigh_state s = confirmed ? neigh_state::reachable
-                                : (e->state == neigh_state::incomplete || e->state == neigh_state::failed ||
-                                   e->mac != sha)
+                                : (e->state == neigh_state::incomplete ||
+                                   e->state == neigh_state::failed || e->mac != sha)
                                     ? neigh_state::stale
                                     : e->state;
                 set_mac(e, sha, s);
@@ -1015,7 +1065,8 @@ neigh::verdict neigh::handle_arp(rte_mbuf *m, uint8_t *p, size_t l2) {
     std::memcpy(a->tpa, a->spa, 4);
     me.copy_to(a->sha);
     a->set_sender_ip(tpa);
-    if (!reshape(m, uint32_t(l2 + sizeof(arp_hdr)), uint32_t(std::max(l2 + sizeof(arp_hdr), eth_min_frame_len))))
+    if (!reshape(m, uint32_t(l2 + sizeof(arp_hdr)),
+                 uint32_t(std::max(l2 + sizeof(arp_hdr), eth_min_frame_len))))
         return drop(neigh_drop::no_room);
     ctr_.arp_tx_reply++;
     return verdict::reply;
@@ -1025,11 +1076,13 @@ neigh::verdict neigh::handle_ipv4(rte_mbuf *m, size_t l2) {
     uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
     uint32_t dlen = m->data_len;
     if (dlen < l2 + sizeof(ipv4_hdr))
-        return drop(m->pkt_len < l2 + sizeof(ipv4_hdr) ? neigh_drop::truncated : neigh_drop::headers_split);
+        return drop(m->pkt_len < l2 + sizeof(ipv4_hdr) ? neigh_drop::truncated
+                                                       : neigh_drop::headers_split);
     auto *ip = reinterpret_cast<ipv4_hdr *>(p + l2);
     size_t hl = ip->header_length();
     if (ip->version() != 4 || hl < sizeof(ipv4_hdr)) return drop(neigh_drop::bad_ip_header);
-    if (dlen < l2 + hl) return drop(m->pkt_len < l2 + hl ? neigh_drop::truncated : neigh_drop::headers_split);
+    if (dlen < l2 + hl)
+        return drop(m->pkt_len < l2 + hl ? neigh_drop::truncated : neigh_drop::headers_split);
     uint32_t tl = ip->total_length();
     if (tl < hl) return drop(neigh_drop::bad_ip_header);
     if (l2 + tl > m->pkt_len) return drop(neigh_drop::truncated);
@@ -1050,7 +1103,8 @@ neigh::verdict neigh::handle_ipv4(rte_mbuf *m, size_t l2) {
     if (icmp_len < sizeof(icmp_hdr)) return drop(neigh_drop::truncated);
     if (dlen < l2 + hl + sizeof(icmp_hdr)) return drop(neigh_drop::headers_split);
     /* RFC 792: checksum over the whole ICMP message (payload may be chained). */
-    if (mbuf_sum(m, uint32_t(l2 + hl), icmp_len) != 0xffff) return drop(neigh_drop::bad_icmp_checksum);
+    if (mbuf_sum(m, uint32_t(l2 + hl), icmp_len) != 0xffff)
+        return drop(neigh_drop::bad_icmp_checksum);
     auto *icmp = reinterpret_cast<icmp_hdr *>(p + l2 + hl);
     if (icmp->type != icmp_type_echo_request) return drop(neigh_drop::unsupported_type);
     ctr_.icmp_rx_echo_request++;
@@ -1095,18 +1149,28 @@ neigh::verdict neigh::handle_ipv6(rte_mbuf *m, size_t l2) {
     uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
     uint32_t dlen = m->data_len;
     if (dlen < l2 + sizeof(ipv6_hdr))
-        return drop(m->pkt_len < l2 + sizeof(ipv6_hdr) ? neigh_drop::truncated : neigh_drop::headers_split);
+        return drop(m->pkt_len < l2 + sizeof(ipv6_hdr) ? neigh_drop::truncated
+                                                       : neigh_drop::headers_split);
     auto *ip6 = reinterpret_cast<ipv6_hdr *>(p + l2);
     if (ip6->version() != 6) return drop(neigh_drop::bad_ip_header);
     uint32_t plen = ip6->payload_length();
     if (l2 + sizeof(ipv6_hdr) + plen > m->pkt_len) return drop(neigh_drop::truncated);
     if (ip6->next_header != ip_proto_icmpv6) {
         switch (ip6->next_header) {
-        case 0: case 43: case 44: case 50: case 51: case 60: case 135: case 139: case 140:
+        case 0:
+        case 43:
+        case 44:
+        case 50:
+        case 51:
+        case 60:
+        case 135:
+        case 139:
+        case 140:
             /* Hop-by-hop (MLD reports carry Router Alert), routing, fragment,
              * ESP/AH, destination options: RFC 8200 4 chain not walked. */
             return drop(neigh_drop::unsupported_ext_hdr);
-        default: return drop(neigh_drop::unsupported_type);
+        default:
+            return drop(neigh_drop::unsupported_type);
         }
     }
     ctr_.rx_icmpv6++;
@@ -1115,15 +1179,20 @@ neigh::verdict neigh::handle_ipv6(rte_mbuf *m, size_t l2) {
     uint32_t icmp_off = uint32_t(l2 + sizeof(ipv6_hdr));
     if (dlen < icmp_off + sizeof(icmpv6_hdr)) return drop(neigh_drop::headers_split);
     /* RFC 4443 2.3: checksum over the pseudo-header (RFC 8200 8.1) and the message. */
-    uint32_t s = ipv6_pseudo_sum(ip6->src, ip6->dst, plen, ip_proto_icmpv6) + mbuf_sum(m, icmp_off, plen);
+    uint32_t s =
+        ipv6_pseudo_sum(ip6->src, ip6->dst, plen, ip_proto_icmpv6) + mbuf_sum(m, icmp_off, plen);
     if (fold(s) != 0xffff) return drop(neigh_drop::bad_icmp_checksum);
 
     auto *ih = reinterpret_cast<icmpv6_hdr *>(p + icmp_off);
     switch (ih->type) {
-    case icmpv6_type_neighbor_solicit: return handle_ns(m, l2, plen);
-    case icmpv6_type_neighbor_advert: return handle_na(m, l2, plen);
-    case icmpv6_type_echo_request: break;
-    default: return drop(neigh_drop::unsupported_type);
+    case icmpv6_type_neighbor_solicit:
+        return handle_ns(m, l2, plen);
+    case icmpv6_type_neighbor_advert:
+        return handle_na(m, l2, plen);
+    case icmpv6_type_echo_request:
+        break;
+    default:
+        return drop(neigh_drop::unsupported_type);
     }
 
     bool mcast = ipv6_is_multicast(ip6->dst);
@@ -1177,7 +1246,8 @@ neigh::verdict neigh::handle_ns(rte_mbuf *m, size_t l2, uint32_t icmp_len) {
     if (!o.valid) return drop(neigh_drop::bad_nd);
     bool dad = ipv6_is_unspecified(ip6->src);
     if (dad && (!ipv6_is_solicited_node(ip6->dst) || o.lladdr)) return drop(neigh_drop::bad_nd);
-    if (o.lladdr && !mac_addr::from_bytes(o.lladdr).is_valid_unicast()) return drop(neigh_drop::bad_nd);
+    if (o.lladdr && !mac_addr::from_bytes(o.lladdr).is_valid_unicast())
+        return drop(neigh_drop::bad_nd);
 
     /* 7.2.3: answer only for a target assigned to this interface. */
     if (!addrs_.is_local_ipv6(ns->target)) return drop(neigh_drop::not_for_us);
@@ -1242,7 +1312,8 @@ neigh::verdict neigh::handle_ns(rte_mbuf *m, size_t l2, uint32_t icmp_len) {
     opt->len = 1;
     addrs_.mac().copy_to(opt->addr);
     na->h.set_checksum(0);
-    uint32_t s = ipv6_pseudo_sum(ip6->src, ip6->dst, na_len, ip_proto_icmpv6) + rte_raw_cksum(na, na_len);
+    uint32_t s =
+        ipv6_pseudo_sum(ip6->src, ip6->dst, na_len, ip_proto_icmpv6) + rte_raw_cksum(na, na_len);
     store_csum(na->h.checksum_be, fold(s));
     ctr_.nd_tx_na++;
     return verdict::reply;
@@ -1263,7 +1334,8 @@ neigh::verdict neigh::handle_na(rte_mbuf *m, size_t l2, uint32_t icmp_len) {
     nd_options o = parse_nd_options(p + icmp_off + sizeof(nd_na), icmp_len - sizeof(nd_na),
                                     nd_opt_target_lladdr);
     if (!o.valid) return drop(neigh_drop::bad_nd);
-    if (o.lladdr && !mac_addr::from_bytes(o.lladdr).is_valid_unicast()) return drop(neigh_drop::bad_nd);
+    if (o.lladdr && !mac_addr::from_bytes(o.lladdr).is_valid_unicast())
+        return drop(neigh_drop::bad_nd);
 
     gid target = gid::from_bytes(na->target);
     if (addrs_.is_local_ipv6(na->target)) {
@@ -1292,7 +1364,9 @@ neigh::verdict neigh::handle_na(rte_mbuf *m, size_t l2, uint32_t icmp_len) {
         if (e->state == neigh_state::reachable) set_state(e, neigh_state::stale);
         return verdict::consumed;
     }
-    neigh_state s = na->solicited() ? neigh_state::reachable : differs ? neigh_state::stale : e->state;
+    neigh_state s = na->solicited() ? neigh_state::reachable
+                    : differs       ? neigh_state::stale
+                                    : e->state;
     set_mac(e, tlla, s);
     return verdict::consumed;
 }
@@ -1349,7 +1423,9 @@ void neigh::scan(rte_mbuf **tx_out, uint16_t &n_tx, uint16_t tx_cap) {
         }
         switch (e->state) {
         case neigh_state::incomplete:
-        case neigh_state::probe: emit_due(e, tx_out, n_tx, tx_cap); break;
+        case neigh_state::probe:
+            emit_due(e, tx_out, n_tx, tx_cap);
+            break;
         case neigh_state::delay:
             /* 7.3.3: no confirmation within DELAY_FIRST_PROBE_TIME: PROBE. */
             set_state(e, neigh_state::probe);
@@ -1364,8 +1440,11 @@ void neigh::scan(rte_mbuf **tx_out, uint16_t &n_tx, uint16_t tx_cap) {
             ctr_.stale_gc++;
             destroy(e);
             break;
-        case neigh_state::failed: destroy(e); break;
-        default: break;
+        case neigh_state::failed:
+            destroy(e);
+            break;
+        default:
+            break;
         }
     }
 }

@@ -55,7 +55,7 @@ struct local_ipv6 {
  *   then         each further IPv6 address, in the order added
  */
 class local_addr_table {
-public:
+  public:
     static constexpr size_t max_ipv4 = 16;
     static constexpr size_t max_ipv6 = 16;
     static constexpr size_t max_gids = 1 + max_ipv4 + max_ipv6;
@@ -109,7 +109,7 @@ public:
     /* Index of g in the GID table, or -1. */
     int gid_index(const gid &g) const;
 
-private:
+  private:
     void rebuild_gids();
 
     mac_addr mac_;
@@ -126,53 +126,53 @@ private:
 /* Every event and every drop has a counter; names are exported for
  * telemetry/uroce-stat through neigh_counter_names(). */
 #define UROCE_NEIGH_COUNTERS(X)                                                                    \
-    X(rx_frames)            /* frames handed to process_burst */                                   \
+    X(rx_frames) /* frames handed to process_burst */                                              \
     X(rx_arp)                                                                                      \
     X(rx_icmp)                                                                                     \
     X(rx_icmpv6)                                                                                   \
-    X(rx_shared_copied)     /* frame data shared (clone, refcnt > 1): replied from a copy */      \
+    X(rx_shared_copied) /* frame data shared (clone, refcnt > 1): replied from a copy */           \
     X(arp_rx_request)                                                                              \
     X(arp_rx_reply)                                                                                \
-    X(arp_rx_gratuitous)    /* sender IP == target IP (RFC 5227 announcement) */                   \
-    X(arp_rx_probe)         /* sender IP 0.0.0.0 (RFC 5227 probe) */                               \
+    X(arp_rx_gratuitous) /* sender IP == target IP (RFC 5227 announcement) */                      \
+    X(arp_rx_probe)      /* sender IP 0.0.0.0 (RFC 5227 probe) */                                  \
     X(arp_tx_reply)                                                                                \
     X(arp_tx_request)                                                                              \
-    X(arp_tx_announce)      /* RFC 5227 2.3 announcements */                                        \
+    X(arp_tx_announce) /* RFC 5227 2.3 announcements */                                            \
     X(icmp_rx_echo_request)                                                                        \
     X(icmp_tx_echo_reply)                                                                          \
     X(icmpv6_rx_echo_request)                                                                      \
     X(icmpv6_tx_echo_reply)                                                                        \
     X(nd_rx_ns)                                                                                    \
-    X(nd_rx_ns_dad)         /* NS from :: (RFC 4862 5.4.3) */                                      \
+    X(nd_rx_ns_dad) /* NS from :: (RFC 4862 5.4.3) */                                              \
     X(nd_rx_na)                                                                                    \
-    X(nd_rx_na_ignored)     /* NA for an address not in the cache (RFC 4861 7.2.5) */             \
+    X(nd_rx_na_ignored) /* NA for an address not in the cache (RFC 4861 7.2.5) */                  \
     X(nd_tx_na)                                                                                    \
     X(nd_tx_ns)                                                                                    \
     X(nd_tx_unsolicited_na) /* RFC 4861 7.2.6 */                                                   \
     X(address_conflicts)    /* someone else claims one of our addresses */                         \
     X(resolve_calls)                                                                               \
-    X(cache_hits)           /* resolve() answered from the cache */                                \
-    X(cache_misses)         /* resolve() created an entry and started resolution */               \
-    X(resolve_pending)      /* resolve() on an entry still INCOMPLETE */                           \
-    X(resolve_failed)       /* resolve() on a FAILED entry (hold-down) */                          \
-    X(resolve_invalid)      /* unspecified / unsupported next hop */                               \
-    X(resolutions)          /* INCOMPLETE -> has a MAC */                                          \
-    X(resolution_timeouts)  /* INCOMPLETE -> FAILED after max_multicast_solicit */                 \
-    X(reachable_timeouts)   /* REACHABLE -> STALE */                                               \
-    X(stale_gc)             /* unused STALE entries deleted */                                     \
-    X(probe_failures)       /* PROBE unanswered: entry deleted */                                  \
-    X(confirmations)        /* confirm() from the transport */                                     \
-    X(learned_new)          /* entries created from received frames */                             \
-    X(learned_changed)      /* cached MAC replaced */                                              \
-    X(cache_full)           /* no entry free (learning skipped / resolve refused) */               \
+    X(cache_hits)          /* resolve() answered from the cache */                                 \
+    X(cache_misses)        /* resolve() created an entry and started resolution */                 \
+    X(resolve_pending)     /* resolve() on an entry still INCOMPLETE */                            \
+    X(resolve_failed)      /* resolve() on a FAILED entry (hold-down) */                           \
+    X(resolve_invalid)     /* unspecified / unsupported next hop */                                \
+    X(resolutions)         /* INCOMPLETE -> has a MAC */                                           \
+    X(resolution_timeouts) /* INCOMPLETE -> FAILED after max_multicast_solicit */                  \
+    X(reachable_timeouts)  /* REACHABLE -> STALE */                                                \
+    X(stale_gc)            /* unused STALE entries deleted */                                      \
+    X(probe_failures)      /* PROBE unanswered: entry deleted */                                   \
+    X(confirmations)       /* confirm() from the transport */                                      \
+    X(learned_new)         /* entries created from received frames */                              \
+    X(learned_changed)     /* cached MAC replaced */                                               \
+    X(cache_full)          /* no entry free (learning skipped / resolve refused) */                \
     X(evictions)                                                                                   \
-    X(entries)              /* gauge: entries in use */                                            \
-    X(held_frames)          /* frames parked on an INCOMPLETE entry */                             \
-    X(held_sent)            /* parked frames sent after resolution */                              \
-    X(held_dropped)         /* parked frames freed: replaced, failed, no room */                   \
-    X(no_source_address)    /* request needed but no local address of that family */            \
-    X(tx_alloc_fail)        /* mempool empty when building a request */                            \
-    X(tx_deferred)          /* poll()'s tx_out full; request sent on a later poll */               \
+    X(entries)           /* gauge: entries in use */                                               \
+    X(held_frames)       /* frames parked on an INCOMPLETE entry */                                \
+    X(held_sent)         /* parked frames sent after resolution */                                 \
+    X(held_dropped)      /* parked frames freed: replaced, failed, no room */                      \
+    X(no_source_address) /* request needed but no local address of that family */                  \
+    X(tx_alloc_fail)     /* mempool empty when building a request */                               \
+    X(tx_deferred)       /* poll()'s tx_out full; request sent on a later poll */                  \
     X(timer_scans)
 
 /* Why a frame was dropped. */
@@ -185,14 +185,14 @@ private:
     X(bad_source)            /* multicast/zero/own source MAC or IP */                             \
     X(bad_ip_header)         /* version, IHL, lengths */                                           \
     X(bad_ip_checksum)                                                                             \
-    X(bad_icmp_checksum)     /* ICMP, or ICMPv6 incl. pseudo-header */                             \
-    X(ip_fragment)           /* no reassembly: ping -s > MTU is not answered */                    \
-    X(unsupported_type)      /* ICMP/ICMPv6 types we do not answer (RA, MLD, echo reply...) */    \
-    X(unsupported_ext_hdr)   /* IPv6 extension headers before ICMPv6 */                            \
-    X(bad_nd)                /* RFC 4861 7.1 validation: code, options, target, S flag */         \
-    X(bad_hop_limit)         /* ND with hop limit != 255 (RFC 4861 7.1.1) */                       \
-    X(address_conflict)      /* frame claims one of our addresses */                               \
-    X(no_room)               /* reply does not fit the mbuf, or no mbuf to copy a shared one */
+    X(bad_icmp_checksum)   /* ICMP, or ICMPv6 incl. pseudo-header */                               \
+    X(ip_fragment)         /* no reassembly: ping -s > MTU is not answered */                      \
+    X(unsupported_type)    /* ICMP/ICMPv6 types we do not answer (RA, MLD, echo reply...) */       \
+    X(unsupported_ext_hdr) /* IPv6 extension headers before ICMPv6 */                              \
+    X(bad_nd)              /* RFC 4861 7.1 validation: code, options, target, S flag */            \
+    X(bad_hop_limit)       /* ND with hop limit != 255 (RFC 4861 7.1.1) */                         \
+    X(address_conflict)    /* frame claims one of our addresses */                                 \
+    X(no_room)             /* reply does not fit the mbuf, or no mbuf to copy a shared one */
 
 struct neigh_counters {
 #define UROCE_X(name) uint64_t name = 0;
@@ -215,7 +215,16 @@ const char *const *neigh_counter_names(size_t &n);
 /* RFC 4861 7.3.2 states, plus PERMANENT (static entries) and FAILED
  * (hold-down after an unanswered resolution, so a caller polling resolve()
  * in a loop does not turn into a broadcast storm; Linux has NUD_FAILED too). */
-enum class neigh_state : uint8_t { none, incomplete, reachable, stale, delay, probe, failed, permanent };
+enum class neigh_state : uint8_t {
+    none,
+    incomplete,
+    reachable,
+    stale,
+    delay,
+    probe,
+    failed,
+    permanent
+};
 const char *neigh_state_name(neigh_state s);
 
 enum class neigh_event : uint8_t {
@@ -232,15 +241,16 @@ struct neigh_config {
 
     /* Timers, in ns of the clock the engine passes to poll(). Defaults are
      * the RFC 4861 section 10 constants (also Linux's neigh defaults). */
-    uint64_t reachable_time_ns = 30'000'000'000ull;    /* REACHABLE_TIME */
-    bool randomize_reachable = true;                    /* x[0.5, 1.5), RFC 4861 6.3.2 */
-    uint64_t retrans_time_ns = 1'000'000'000ull;       /* RETRANS_TIMER */
-    uint64_t delay_first_probe_ns = 5'000'000'000ull;  /* DELAY_FIRST_PROBE_TIME */
-    uint8_t max_multicast_solicit = 3;                  /* MAX_MULTICAST_SOLICIT */
-    uint8_t max_unicast_solicit = 3;                    /* MAX_UNICAST_SOLICIT */
-    uint64_t stale_gc_ns = 60'000'000'000ull;          /* unused STALE kept this long (Linux gc_stale_time) */
-    uint64_t failed_hold_ns = 1'000'000'000ull;        /* FAILED hold-down before a new attempt */
-    uint64_t timer_granularity_ns = 10'000'000ull;     /* at most one full table scan per this */
+    uint64_t reachable_time_ns = 30'000'000'000ull;   /* REACHABLE_TIME */
+    bool randomize_reachable = true;                  /* x[0.5, 1.5), RFC 4861 6.3.2 */
+    uint64_t retrans_time_ns = 1'000'000'000ull;      /* RETRANS_TIMER */
+    uint64_t delay_first_probe_ns = 5'000'000'000ull; /* DELAY_FIRST_PROBE_TIME */
+    uint8_t max_multicast_solicit = 3;                /* MAX_MULTICAST_SOLICIT */
+    uint8_t max_unicast_solicit = 3;                  /* MAX_UNICAST_SOLICIT */
+    uint64_t stale_gc_ns =
+        60'000'000'000ull; /* unused STALE kept this long (Linux gc_stale_time) */
+    uint64_t failed_hold_ns = 1'000'000'000ull;    /* FAILED hold-down before a new attempt */
+    uint64_t timer_granularity_ns = 10'000'000ull; /* at most one full table scan per this */
 
     /* RFC 826 only adds entries for frames addressed to us; Linux's
      * arp_accept=1 also creates entries from gratuitous ARP. */
@@ -281,7 +291,7 @@ struct neigh_entry_view {
 };
 
 class neigh {
-public:
+  public:
     neigh(const neigh_config &cfg, const local_addr_table &addrs);
     ~neigh();
     neigh(const neigh &) = delete;
@@ -315,7 +325,9 @@ public:
      * answer arrives. Multicast/broadcast map to their group MAC and our own
      * addresses to our MAC, without a cache entry. */
     std::optional<mac_addr> resolve(const gid &next_hop);
-    std::optional<mac_addr> resolve_ipv4(uint32_t addr_host) { return resolve(gid::from_ipv4(addr_host)); }
+    std::optional<mac_addr> resolve_ipv4(uint32_t addr_host) {
+        return resolve(gid::from_ipv4(addr_host));
+    }
 
     /* resolve(), and if unresolved park frame m (whose Ethernet destination
      * is filled in on resolution) on the entry: RFC 1122 2.3.2.2 asks to
@@ -366,7 +378,7 @@ public:
     static uint32_t ipv6_pseudo_sum(const uint8_t *src16, const uint8_t *dst16, uint32_t len,
                                     uint8_t next_header);
 
-private:
+  private:
     struct entry {
         gid ip;
         mac_addr mac;
@@ -415,10 +427,11 @@ private:
     }
 
     /* tx */
-    rte_mbuf *alloc_frame(uint32_t l3_len, const mac_addr &dst, uint16_t et, uint8_t *&p, size_t &l2);
+    rte_mbuf *alloc_frame(uint32_t l3_len, const mac_addr &dst, uint16_t et, uint8_t *&p,
+                          size_t &l2);
     rte_mbuf *build_arp_request(const mac_addr &dst, uint32_t spa, uint32_t tpa);
-    rte_mbuf *build_nd(uint8_t type, const mac_addr &dst_mac, const gid &src, const gid &dst, const gid &target,
-                       uint32_t na_flags);
+    rte_mbuf *build_nd(uint8_t type, const mac_addr &dst_mac, const gid &src, const gid &dst,
+                       const gid &target, uint32_t na_flags);
     rte_mbuf *build_request(entry *e, bool unicast);
     void emit_announcements(rte_mbuf **tx_out, uint16_t &n_tx, uint16_t tx_cap);
     void emit_due(entry *e, rte_mbuf **tx_out, uint16_t &n_tx, uint16_t tx_cap);
@@ -436,7 +449,7 @@ private:
     bool held_pending_ = false; /* some resolved entry has a parked frame */
     uint64_t now_ = 0;
     uint64_t next_scan_ = UINT64_MAX; /* earliest deadline (lower bound) */
-    uint64_t scan_not_before_ = 0; /* timer_granularity_ns rate limit */
+    uint64_t scan_not_before_ = 0;    /* timer_granularity_ns rate limit */
     uint64_t rng_;
     uint16_t ip_id_ = 0;
     uint8_t announce_left_ = 0;

@@ -98,8 +98,8 @@ static inline gid ipv6_all_nodes() {
  * and the link-local address fe80::/64 + that id (RFC 4862 5.3). */
 static inline gid ipv6_link_local_from_mac(const mac_addr &m) {
     gid g;
-    g.raw = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, uint8_t(m.b[0] ^ 0x02), m.b[1], m.b[2], 0xff, 0xfe,
-             m.b[3], m.b[4], m.b[5]};
+    g.raw = {0xfe,   0x80,   0,    0,    0,      0,      0,     0, uint8_t(m.b[0] ^ 0x02),
+             m.b[1], m.b[2], 0xff, 0xfe, m.b[3], m.b[4], m.b[5]};
     return g;
 }
 
@@ -223,8 +223,8 @@ struct nd_na {
     bool solicited() const { return flags() & flag_solicited; }
     bool override_flag() const { return flags() & flag_override; }
     void set_flags(bool r, bool s, bool o) {
-        store_be32(flags_be, (r ? flag_router : 0) | (s ? flag_solicited : 0) |
-                                 (o ? flag_override : 0));
+        store_be32(flags_be,
+                   (r ? flag_router : 0) | (s ? flag_solicited : 0) | (o ? flag_override : 0));
     }
 };
 

@@ -53,8 +53,10 @@ static void on_event(void *, neigh_event ev, const gid &ip, const mac_addr *mac)
 }
 
 static int usage() {
-    std::fprintf(stderr, "usage: neigh_responder <EAL args> -- --mac MAC --addr A/N [--addr ...] "
-                         "[--resolve IP]... [--resolve-delay S] [--announce 0|1] [--vlan TCI] [--seconds N]\n");
+    std::fprintf(
+        stderr,
+        "usage: neigh_responder <EAL args> -- --mac MAC --addr A/N [--addr ...] "
+        "[--resolve IP]... [--resolve-delay S] [--announce 0|1] [--vlan TCI] [--seconds N]\n");
     return 2;
 }
 
@@ -106,8 +108,8 @@ int main(int argc, char **argv) {
     }
     if (!have_mac || rte_eth_dev_count_avail() < 1) return usage();
 
-    rte_mempool *pool = rte_pktmbuf_pool_create("neigh_resp", 2047, 64, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
-                                                int(rte_socket_id()));
+    rte_mempool *pool = rte_pktmbuf_pool_create("neigh_resp", 2047, 64, 0,
+                                                RTE_MBUF_DEFAULT_BUF_SIZE, int(rte_socket_id()));
     if (!pool) {
         std::fprintf(stderr, "mempool: %s\n", rte_strerror(rte_errno));
         return 1;
@@ -160,7 +162,8 @@ int main(int argc, char **argv) {
                 auto mac = nb.resolve(to_resolve[i]);
                 if (mac && !reported[i]) {
                     reported[i] = true;
-                    std::printf("RESOLVED %s %s\n", ip_text(to_resolve[i]).c_str(), mac->to_string().c_str());
+                    std::printf("RESOLVED %s %s\n", ip_text(to_resolve[i]).c_str(),
+                                mac->to_string().c_str());
                     std::fflush(stdout);
                 }
             }
@@ -185,8 +188,8 @@ int main(int argc, char **argv) {
     std::printf("tx_fail %" PRIu64 "\n", tx_fail);
     rte_eth_stats st;
     if (rte_eth_stats_get(port, &st) == 0)
-        std::printf("port ipackets %" PRIu64 " opackets %" PRIu64 " oerrors %" PRIu64 "\n", st.ipackets,
-                    st.opackets, st.oerrors);
+        std::printf("port ipackets %" PRIu64 " opackets %" PRIu64 " oerrors %" PRIu64 "\n",
+                    st.ipackets, st.opackets, st.oerrors);
     std::fflush(stdout);
     rte_eth_dev_stop(port);
     rte_eth_dev_close(port);

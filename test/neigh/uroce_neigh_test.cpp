@@ -27,14 +27,15 @@ namespace {
 rte_mempool *g_pool;
 
 class eal_env : public ::testing::Environment {
-public:
+  public:
     void SetUp() override {
-        static const char *argv[] = {"uroce_neigh_test", "--no-huge",     "-m",        "256",
-                                     "--no-pci",         "--no-shconf",   "--no-telemetry", "-l",
-                                     "0",                "--log-level=*:warning"};
+        static const char *argv[] = {
+            "uroce_neigh_test", "--no-huge",      "-m", "256", "--no-pci",
+            "--no-shconf",      "--no-telemetry", "-l", "0",   "--log-level=*:warning"};
         int argc = int(std::size(argv));
         ASSERT_GE(rte_eal_init(argc, const_cast<char **>(argv)), 0);
-        g_pool = rte_pktmbuf_pool_create("neigh_test", 4095, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
+        g_pool = rte_pktmbuf_pool_create("neigh_test", 4095, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+                                         SOCKET_ID_ANY);
         ASSERT_NE(g_pool, nullptr);
     }
 };
@@ -74,10 +75,10 @@ void expect_ipv4_icmp_checksums_ok(const bytes &f, size_t l2 = 14) {
 void expect_icmpv6_checksum_ok(const bytes &f, size_t l2 = 14) {
     const uint8_t *ip = &f[l2];
     uint32_t plen = uint32_t(ip[4]) << 8 | ip[5];
-    uint32_t s = be_sum(ip + 8, 32);        /* src, dst */
-    s += plen >> 16;                         /* upper-layer length, 32 bits */
+    uint32_t s = be_sum(ip + 8, 32); /* src, dst */
+    s += plen >> 16;                 /* upper-layer length, 32 bits */
     s += plen & 0xffff;
-    s += 58;                                 /* zero, next header */
+    s += 58; /* zero, next header */
     s = be_sum(ip + 40, plen, s);
     EXPECT_EQ(be_fold(s), 0xffff) << "ICMPv6 checksum";
 }
@@ -135,8 +136,10 @@ std::string hex(const bytes &b) {
     for (size_t i = 0; i < b.size(); i++) {
         snprintf(buf, sizeof(buf), "%02x", b[i]);
         s += buf;
-        if (i % 16 == 15) s += "\n";
-        else s += " ";
+        if (i % 16 == 15)
+            s += "\n";
+        else
+            s += " ";
     }
     return s;
 }
@@ -150,12 +153,13 @@ struct event_log {
     };
     std::vector<ev> v;
     static void cb(void *ctx, neigh_event e, const gid &ip, const mac_addr *mac) {
-        static_cast<event_log *>(ctx)->v.push_back({e, ip, mac ? std::optional(*mac) : std::nullopt});
+        static_cast<event_log *>(ctx)->v.push_back(
+            {e, ip, mac ? std::optional(*mac) : std::nullopt});
     }
 };
 
 class NeighTest : public ::testing::Test {
-protected:
+  protected:
     local_addr_table addrs;
     neigh_config cfg;
     std::unique_ptr<neigh> n;
@@ -326,7 +330,8 @@ TEST_F(NeighTest, HardwareStrippedVlanGoesBackOn) {
     uint16_t k = 0;
     n->process_burst(&m, 1, out, k);
     ASSERT_EQ(k, 1);
-    EXPECT_EQ(out[0]->ol_flags & (RTE_MBUF_F_TX_VLAN | RTE_MBUF_F_RX_VLAN_STRIPPED), RTE_MBUF_F_TX_VLAN);
+    EXPECT_EQ(out[0]->ol_flags & (RTE_MBUF_F_TX_VLAN | RTE_MBUF_F_RX_VLAN_STRIPPED),
+              RTE_MBUF_F_TX_VLAN);
     EXPECT_EQ(out[0]->vlan_tci, 0x6005);
     EXPECT_FRAME(to_bytes(out[0]), nf::arp_reply_expected);
     rte_pktmbuf_free(out[0]);
@@ -421,7 +426,8 @@ TEST_F(NeighTest, ArpConflictAndMalformed) {
     expect_dropped(nf::arp_bad_op, neigh_drop::bad_arp);
     bytes t(nf::arp_request.begin(), nf::arp_request.begin() + 40);
     expect_dropped(t, neigh_drop::truncated);
-    expect_dropped(bytes(nf::arp_request.begin(), nf::arp_request.begin() + 10), neigh_drop::truncated);
+    expect_dropped(bytes(nf::arp_request.begin(), nf::arp_request.begin() + 10),
+                   neigh_drop::truncated);
     EXPECT_EQ(n->size(), 0u);
 }
 
@@ -451,12 +457,12 @@ TEST_F(NeighTest, ResolveArp) {
 
 TEST_F(NeighTest, ResolveTimeoutAndRetransmit) {
     EXPECT_FALSE(n->resolve_ipv4(0x0a630002));
-    EXPECT_EQ(poll(0).size(), 1u);            /* t=0: first request */
-    EXPECT_EQ(poll(S / 2).size(), 0u);        /* not yet */
-    EXPECT_EQ(poll(S).size(), 1u);            /* RETRANS_TIMER */
-    EXPECT_EQ(poll(2 * S).size(), 1u);        /* 3rd = MAX_MULTICAST_SOLICIT */
+    EXPECT_EQ(poll(0).size(), 1u);     /* t=0: first request */
+    EXPECT_EQ(poll(S / 2).size(), 0u); /* not yet */
+    EXPECT_EQ(poll(S).size(), 1u);     /* RETRANS_TIMER */
+    EXPECT_EQ(poll(2 * S).size(), 1u); /* 3rd = MAX_MULTICAST_SOLICIT */
     EXPECT_EQ(n->counters().arp_tx_request, 3u);
-    EXPECT_EQ(poll(3 * S).size(), 0u);        /* gives up */
+    EXPECT_EQ(poll(3 * S).size(), 0u); /* gives up */
     EXPECT_EQ(n->counters().resolution_timeouts, 1u);
     EXPECT_EQ(state("10.99.0.2"), neigh_state::failed);
     ASSERT_EQ(events.v.size(), 1u);
@@ -872,8 +878,8 @@ TEST_F(NeighTest, NaWithoutEntryIgnored) {
 /* ================================================================ bursts and robustness */
 
 TEST_F(NeighTest, EngineClassification) {
-    for (const bytes *f : {&nf::arp_request, &nf::arp_request_vlan, &nf::icmp_echo, &nf::icmp6_echo, &nf::ns,
-                           &nf::na_from_peer, &nf::router_solicit}) {
+    for (const bytes *f : {&nf::arp_request, &nf::arp_request_vlan, &nf::icmp_echo, &nf::icmp6_echo,
+                           &nf::ns, &nf::na_from_peer, &nf::router_solicit}) {
         rte_mbuf *m = mk(*f);
         EXPECT_TRUE(neigh::is_neigh_frame(m));
         rte_pktmbuf_free(m);
@@ -890,8 +896,10 @@ TEST_F(NeighTest, EngineClassification) {
 }
 
 TEST_F(NeighTest, MixedBurstKeepsOrder) {
-    const bytes *in[] = {&nf::arp_request, &nf::icmp_echo_bad_icmp_csum, &nf::icmp_echo, &nf::udp_to_us,
-                         &nf::icmp6_echo, &nf::ns, &nf::na_from_peer, &nf::ns_dad};
+    const bytes *in[] = {&nf::arp_request,  &nf::icmp_echo_bad_icmp_csum,
+                         &nf::icmp_echo,    &nf::udp_to_us,
+                         &nf::icmp6_echo,   &nf::ns,
+                         &nf::na_from_peer, &nf::ns_dad};
     const bytes *want[] = {&nf::arp_reply_expected, &nf::icmp_echo_reply_expected,
                            &nf::icmp6_echo_reply_expected, &nf::na_expected, &nf::na_dad_expected};
     rte_mbuf *m[8], *out[8];
@@ -920,10 +928,20 @@ TEST_F(NeighTest, BigBurstFreesInBulk) {
 /* Every frame, every truncation, and random corruption: never a crash or a
  * leak, and every frame is either answered, consumed or counted as a drop. */
 TEST_F(NeighTest, MalformedNeverCrashes) {
-    const bytes *all[] = {&nf::arp_request, &nf::arp_request_vlan, &nf::arp_reply_to_us, &nf::garp_peer2,
-                          &nf::icmp_echo, &nf::icmp_echo_options, &nf::icmp_echo_small, &nf::icmp6_echo,
-                          &nf::icmp6_echo_allnodes, &nf::ns, &nf::ns_dad, &nf::na_from_peer,
-                          &nf::na_unsolicited_override_new, &nf::icmp6_echo_hbh};
+    const bytes *all[] = {&nf::arp_request,
+                          &nf::arp_request_vlan,
+                          &nf::arp_reply_to_us,
+                          &nf::garp_peer2,
+                          &nf::icmp_echo,
+                          &nf::icmp_echo_options,
+                          &nf::icmp_echo_small,
+                          &nf::icmp6_echo,
+                          &nf::icmp6_echo_allnodes,
+                          &nf::ns,
+                          &nf::ns_dad,
+                          &nf::na_from_peer,
+                          &nf::na_unsolicited_override_new,
+                          &nf::icmp6_echo_hbh};
     std::mt19937 rng(12345);
     uint64_t replies = 0, inputs = 0;
     for (const bytes *f : all) {
@@ -979,9 +997,11 @@ TEST_F(NeighTest, SharedMbufNotWrittenInPlace) {
  * mk_exact): bounds are enforced by ASan in the sanitizer build. Replies
  * that need room past the request are dropped as no_room, never written. */
 TEST_F(NeighTest, MalformedExactBuffers) {
-    const bytes *all[] = {&nf::arp_request, &nf::arp_request_vlan, &nf::arp_probe, &nf::icmp_echo,
-                          &nf::icmp_echo_options, &nf::icmp_echo_small, &nf::icmp6_echo, &nf::icmp6_echo_allnodes,
-                          &nf::ns, &nf::ns_dad, &nf::ns_unicast_nosll, &nf::na_from_peer, &nf::icmp6_echo_hbh};
+    const bytes *all[] = {&nf::arp_request,   &nf::arp_request_vlan,    &nf::arp_probe,
+                          &nf::icmp_echo,     &nf::icmp_echo_options,   &nf::icmp_echo_small,
+                          &nf::icmp6_echo,    &nf::icmp6_echo_allnodes, &nf::ns,
+                          &nf::ns_dad,        &nf::ns_unicast_nosll,    &nf::na_from_peer,
+                          &nf::icmp6_echo_hbh};
     std::mt19937 rng(777);
     n->resolve(G("fd00:99::2"));
     n->resolve(G("10.99.0.2"));
