@@ -202,25 +202,47 @@ void local_addr_table::rebuild_gids() {
 
 /* ================================================================ names */
 
-const char *neigh_drop_name(neigh_drop d) {
-    static constexpr const char *names[] = {
-#define UROCE_X(name) #name,
-        UROCE_NEIGH_DROPS(UROCE_X)
+namespace {
+constexpr const char *drop_names[] = {
+#define UROCE_X(name, desc) #name,
+    UROCE_NEIGH_DROPS(UROCE_X)
 #undef UROCE_X
-    };
-    static_assert(std::size(names) == size_t(neigh_drop::count));
-    return size_t(d) < std::size(names) ? names[size_t(d)] : "?";
+};
+constexpr const char *drop_descs[] = {
+#define UROCE_X(name, desc) desc,
+    UROCE_NEIGH_DROPS(UROCE_X)
+#undef UROCE_X
+};
+constexpr const char *counter_names[] = {
+#define UROCE_X(name, desc) #name,
+    UROCE_NEIGH_COUNTERS(UROCE_X)
+#undef UROCE_X
+};
+constexpr const char *counter_descs[] = {
+#define UROCE_X(name, desc) desc,
+    UROCE_NEIGH_COUNTERS(UROCE_X)
+#undef UROCE_X
+};
+static_assert(std::size(drop_names) == size_t(neigh_drop::count));
+static_assert(sizeof(neigh_counters) == std::size(counter_names) * sizeof(uint64_t));
+} // namespace
+
+const char *neigh_drop_name(neigh_drop d) {
+    return size_t(d) < std::size(drop_names) ? drop_names[size_t(d)] : "?";
+}
+
+const char *neigh_drop_description(neigh_drop d) {
+    return size_t(d) < std::size(drop_descs) ? drop_descs[size_t(d)] : "?";
 }
 
 const char *const *neigh_counter_names(size_t &n) {
-    static constexpr const char *names[] = {
-#define UROCE_X(name) #name,
-        UROCE_NEIGH_COUNTERS(UROCE_X)
-#undef UROCE_X
-    };
-    static_assert(sizeof(neigh_counters) == std::size(names) * sizeof(uint64_t));
-    n = std::size(names);
-    return names;
+    n = std::size(counter_names);
+    return counter_names;
+}
+
+const char *const *neigh_counter_descriptions(size_t &n) {
+    n = std::size(counter_descs);
+    return counter_descs;
 }
 
 const char *neigh_state_name(neigh_state s) {

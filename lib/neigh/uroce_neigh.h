@@ -123,92 +123,97 @@ class local_addr_table {
 
 /* ================================================================ counters */
 
-/* Every event and every drop has a counter; names are exported for
- * telemetry/uroce-stat through neigh_counter_names(). */
+/* Every event and every drop has a counter. X(name, description), the
+ * shape of lib/transport's counter tables; names and descriptions are
+ * exported for telemetry / print_counters through neigh_counter_names()
+ * and neigh_counter_descriptions(). */
 #define UROCE_NEIGH_COUNTERS(X)                                                                    \
-    X(rx_frames) /* frames handed to process_burst */                                              \
-    X(rx_arp)                                                                                      \
-    X(rx_icmp)                                                                                     \
-    X(rx_icmpv6)                                                                                   \
-    X(rx_shared_copied) /* frame data shared (clone, refcnt > 1): replied from a copy */           \
-    X(arp_rx_request)                                                                              \
-    X(arp_rx_reply)                                                                                \
-    X(arp_rx_gratuitous) /* sender IP == target IP (RFC 5227 announcement) */                      \
-    X(arp_rx_probe)      /* sender IP 0.0.0.0 (RFC 5227 probe) */                                  \
-    X(arp_tx_reply)                                                                                \
-    X(arp_tx_request)                                                                              \
-    X(arp_tx_announce) /* RFC 5227 2.3 announcements */                                            \
-    X(icmp_rx_echo_request)                                                                        \
-    X(icmp_tx_echo_reply)                                                                          \
-    X(icmpv6_rx_echo_request)                                                                      \
-    X(icmpv6_tx_echo_reply)                                                                        \
-    X(nd_rx_ns)                                                                                    \
-    X(nd_rx_ns_dad) /* NS from :: (RFC 4862 5.4.3) */                                              \
-    X(nd_rx_na)                                                                                    \
-    X(nd_rx_na_ignored) /* NA for an address not in the cache (RFC 4861 7.2.5) */                  \
-    X(nd_tx_na)                                                                                    \
-    X(nd_tx_ns)                                                                                    \
-    X(nd_tx_unsolicited_na) /* RFC 4861 7.2.6 */                                                   \
-    X(address_conflicts)    /* someone else claims one of our addresses */                         \
-    X(resolve_calls)                                                                               \
-    X(cache_hits)          /* resolve() answered from the cache */                                 \
-    X(cache_misses)        /* resolve() created an entry and started resolution */                 \
-    X(resolve_pending)     /* resolve() on an entry still INCOMPLETE */                            \
-    X(resolve_failed)      /* resolve() on a FAILED entry (hold-down) */                           \
-    X(resolve_invalid)     /* unspecified / unsupported next hop */                                \
-    X(resolutions)         /* INCOMPLETE -> has a MAC */                                           \
-    X(resolution_timeouts) /* INCOMPLETE -> FAILED after max_multicast_solicit */                  \
-    X(reachable_timeouts)  /* REACHABLE -> STALE */                                                \
-    X(stale_gc)            /* unused STALE entries deleted */                                      \
-    X(probe_failures)      /* PROBE unanswered: entry deleted */                                   \
-    X(confirmations)       /* confirm() from the transport */                                      \
-    X(learned_new)         /* entries created from received frames */                              \
-    X(learned_changed)     /* cached MAC replaced */                                               \
-    X(cache_full)          /* no entry free (learning skipped / resolve refused) */                \
-    X(evictions)                                                                                   \
-    X(entries)           /* gauge: entries in use */                                               \
-    X(held_frames)       /* frames parked on an INCOMPLETE entry */                                \
-    X(held_sent)         /* parked frames sent after resolution */                                 \
-    X(held_dropped)      /* parked frames freed: replaced, failed, no room */                      \
-    X(no_source_address) /* request needed but no local address of that family */                  \
-    X(tx_alloc_fail)     /* mempool empty when building a request */                               \
-    X(tx_deferred)       /* poll()'s tx_out full; request sent on a later poll */                  \
-    X(timer_scans)
+    X(rx_frames, "frames handed to process_burst")                                                 \
+    X(rx_arp, "ARP frames received")                                                               \
+    X(rx_icmp, "IPv4 ICMP frames received")                                                        \
+    X(rx_icmpv6, "IPv6 ICMPv6 frames received (echo and ND)")                                      \
+    X(rx_shared_copied, "frames with shared data (clone, refcnt > 1) answered from a copy")        \
+    X(arp_rx_request, "ARP requests received")                                                     \
+    X(arp_rx_reply, "ARP replies received")                                                        \
+    X(arp_rx_gratuitous, "gratuitous ARPs received (sender IP == target IP, RFC 5227)")            \
+    X(arp_rx_probe, "ARP probes received (sender IP 0.0.0.0, RFC 5227)")                           \
+    X(arp_tx_reply, "ARP replies sent")                                                            \
+    X(arp_tx_request, "ARP requests sent (resolution and probes)")                                 \
+    X(arp_tx_announce, "ARP announcements sent (RFC 5227 2.3)")                                    \
+    X(icmp_rx_echo_request, "ICMP echo requests received for us")                                  \
+    X(icmp_tx_echo_reply, "ICMP echo replies sent")                                                \
+    X(icmpv6_rx_echo_request, "ICMPv6 echo requests received for us")                              \
+    X(icmpv6_tx_echo_reply, "ICMPv6 echo replies sent")                                            \
+    X(nd_rx_ns, "neighbor solicitations received")                                                 \
+    X(nd_rx_ns_dad, "DAD solicitations (from ::) for our addresses (RFC 4862 5.4.3)")              \
+    X(nd_rx_na, "neighbor advertisements received")                                                \
+    X(nd_rx_na_ignored, "advertisements for addresses not in the cache (RFC 4861 7.2.5)")          \
+    X(nd_tx_na, "solicited neighbor advertisements sent")                                          \
+    X(nd_tx_ns, "neighbor solicitations sent (resolution and probes)")                             \
+    X(nd_tx_unsolicited_na, "unsolicited advertisements sent (RFC 4861 7.2.6)")                    \
+    X(address_conflicts, "frames from another node claiming one of our addresses")                 \
+    X(resolve_calls, "resolve() calls")                                                            \
+    X(cache_hits, "resolve() answered from the cache")                                             \
+    X(cache_misses, "resolve() started a resolution")                                              \
+    X(resolve_pending, "resolve() on an entry still INCOMPLETE")                                   \
+    X(resolve_failed, "resolve() on a FAILED entry (hold-down)")                                   \
+    X(resolve_invalid, "resolve() of an unspecified or unusable address")                          \
+    X(resolutions, "INCOMPLETE entries that got a MAC")                                            \
+    X(resolution_timeouts, "resolutions given up after max_multicast_solicit requests")            \
+    X(reachable_timeouts, "REACHABLE entries aged to STALE")                                       \
+    X(stale_gc, "unused STALE entries deleted")                                                    \
+    X(probe_failures, "entries deleted after unanswered unicast probes")                           \
+    X(confirmations, "confirm() calls that refreshed an entry")                                    \
+    X(learned_new, "entries created from received frames")                                         \
+    X(learned_changed, "cached MACs replaced by a different one")                                  \
+    X(cache_full, "entries not created: cache full")                                               \
+    X(evictions, "STALE/FAILED entries evicted for a new resolution")                              \
+    X(entries, "entries in use (gauge)")                                                           \
+    X(held_frames, "frames parked on an INCOMPLETE entry")                                         \
+    X(held_sent, "parked frames sent after resolution")                                            \
+    X(held_dropped, "parked frames freed: replaced, failed or removed")                            \
+    X(no_source_address, "requests not sent: no local address of that family")                     \
+    X(tx_alloc_fail, "requests not built: no mempool or mempool empty")                            \
+    X(tx_deferred, "requests or announcements postponed: poll()'s tx array full")                  \
+    X(timer_scans, "full table scans for timers")
 
 /* Why a frame was dropped. */
 #define UROCE_NEIGH_DROPS(X)                                                                       \
-    X(truncated)             /* shorter than its headers / lengths claim */                        \
-    X(headers_split)         /* headers not contiguous in the first mbuf segment */                \
-    X(unsupported_ethertype) /* not ARP/IPv4/IPv6, or stacked VLANs */                             \
-    X(not_for_us)            /* destination MAC/IP/target is not ours */                           \
-    X(bad_arp)               /* not Ethernet/IPv4 ARP, or unknown opcode */                        \
-    X(bad_source)            /* multicast/zero/own source MAC or IP */                             \
-    X(bad_ip_header)         /* version, IHL, lengths */                                           \
-    X(bad_ip_checksum)                                                                             \
-    X(bad_icmp_checksum)   /* ICMP, or ICMPv6 incl. pseudo-header */                               \
-    X(ip_fragment)         /* no reassembly: ping -s > MTU is not answered */                      \
-    X(unsupported_type)    /* ICMP/ICMPv6 types we do not answer (RA, MLD, echo reply...) */       \
-    X(unsupported_ext_hdr) /* IPv6 extension headers before ICMPv6 */                              \
-    X(bad_nd)              /* RFC 4861 7.1 validation: code, options, target, S flag */            \
-    X(bad_hop_limit)       /* ND with hop limit != 255 (RFC 4861 7.1.1) */                         \
-    X(address_conflict)    /* frame claims one of our addresses */                                 \
-    X(no_room)             /* reply does not fit the mbuf, or no mbuf to copy a shared one */
+    X(truncated, "shorter than its headers or lengths claim")                                      \
+    X(headers_split, "headers not contiguous in the first mbuf segment")                           \
+    X(unsupported_ethertype, "not ARP/IPv4/IPv6, or stacked VLAN tags")                            \
+    X(not_for_us, "destination MAC, IP or ND target is not ours")                                  \
+    X(bad_arp, "not Ethernet/IPv4 ARP, or an unknown opcode")                                      \
+    X(bad_source, "multicast, zero or our own source MAC, or a non-host source IP")                \
+    X(bad_ip_header, "IP version, IHL or length fields invalid")                                   \
+    X(bad_ip_checksum, "IPv4 header checksum wrong")                                               \
+    X(bad_icmp_checksum, "ICMP or ICMPv6 (with pseudo-header) checksum wrong")                     \
+    X(ip_fragment, "IP fragments (no reassembly)")                                                 \
+    X(unsupported_type, "ICMP/ICMPv6 types or IP protocols we do not answer")                      \
+    X(unsupported_ext_hdr, "IPv6 extension headers before ICMPv6 (MLD, ...)")                      \
+    X(bad_nd, "ND validation failed (RFC 4861 7.1: code, options, target, S flag)")                \
+    X(bad_hop_limit, "ND with hop limit != 255 (RFC 4861 7.1)")                                    \
+    X(address_conflict, "frame claims one of our addresses")                                       \
+    X(no_room, "reply does not fit the mbuf, or no mbuf to copy a shared frame")
 
 struct neigh_counters {
-#define UROCE_X(name) uint64_t name = 0;
+#define UROCE_X(name, desc) uint64_t name = 0;
     UROCE_NEIGH_COUNTERS(UROCE_X)
 #undef UROCE_X
 };
 
 enum class neigh_drop : uint8_t {
-#define UROCE_X(name) name,
+#define UROCE_X(name, desc) name,
     UROCE_NEIGH_DROPS(UROCE_X)
 #undef UROCE_X
         count
 };
 const char *neigh_drop_name(neigh_drop d);
-/* Counter names in declaration order of neigh_counters (for dumps/telemetry). */
+const char *neigh_drop_description(neigh_drop d);
+/* Counter names / descriptions in the declaration order of neigh_counters;
+ * the i-th counter is reinterpret_cast<const uint64_t *>(&counters)[i]. */
 const char *const *neigh_counter_names(size_t &n);
+const char *const *neigh_counter_descriptions(size_t &n);
 
 /* ================================================================ cache */
 

@@ -296,6 +296,15 @@ TEST(NeighNames, CountersAndDrops) {
     EXPECT_EQ(k * sizeof(uint64_t), sizeof(neigh_counters));
     EXPECT_STREQ(names[0], "rx_frames");
     EXPECT_STREQ(neigh_drop_name(neigh_drop::bad_icmp_checksum), "bad_icmp_checksum");
+    size_t kd;
+    const char *const *descs = neigh_counter_descriptions(kd);
+    EXPECT_EQ(kd, k);
+    for (size_t i = 0; i < kd; i++)
+        EXPECT_GT(strlen(descs[i]), 5u) << names[i];
+    for (size_t i = 0; i < size_t(neigh_drop::count); i++)
+        EXPECT_GT(strlen(neigh_drop_description(neigh_drop(i))), 5u)
+            << neigh_drop_name(neigh_drop(i));
+    EXPECT_STREQ(neigh_drop_name(neigh_drop::count), "?");
     EXPECT_STREQ(neigh_state_name(neigh_state::reachable), "REACHABLE");
 }
 
