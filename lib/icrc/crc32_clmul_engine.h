@@ -118,9 +118,9 @@ UROCE_CLMUL_INLINE uint32_t crc_short(uint32_t reg, const uint8_t *p, size_t n)
 }
 
 /* Common prologue for 16+ bytes: r = n mod 16 head bytes, then m >= 1 full
- * blocks starting at q = p + r. Returns the first full block with the
- * register (and, if fold_head, the head folded one block forward) XORed in;
- * *head gets the register-seeded, zero-padded head block (zero if r == 0). */
+ * blocks starting at p + r. Returns the first full block with the register
+ * bytes that fall into it XORed in; *head gets the register-seeded,
+ * zero-padded head block (zero if r == 0). */
 UROCE_CLMUL_INLINE __m128i first_block(uint32_t reg, const uint8_t *p, unsigned r, __m128i *head)
 {
     const __m128i regv = _mm_cvtsi32_si128(static_cast<int>(reg));
@@ -131,37 +131,64 @@ UROCE_CLMUL_INLINE __m128i first_block(uint32_t reg, const uint8_t *p, unsigned 
     return b0;
 }
 
-/* 16+ bytes, N independent 16-byte accumulators in the main loop. */
-template <unsigned N>
+/* 16 bytes at p + off, ORed with the mask bytes at the same offset if Masked. */
+template <bool Masked>
+UROCE_CLMUL_INLINE __m128i load_m(const uint8_t *p, const uint8_t *mask, size_t off)
+{
+    const __m128i v = loadu128(p + off);
+    if constexpr (Masked)
+        return _mm_or_si128(v, loadu128(mask + off));
+    else
+        return v;
+}
+
+/* 16 <= n <= 16 * (fold_max_dist + 1) bytes, no loop: every block folds
+ * straight to the last block's position, all multiplies independent (the
+ * fastest form for short inputs, where latency matters). Block j of the m
+ * full blocks sits m-1-j blocks before the end, the head m blocks.
+ * If Masked, every input byte i is ORed with mask[i] as it is loaded (the
+ * ICRC uses this to set its variant header fields to ones without a copy);
+ * mask must be readable for n bytes. */
+template <bool Masked>
+UROCE_CLMUL_INLINE uint32_t crc_xmm_short(uint32_t reg, const uint8_t *p, const uint8_t *mask, size_t n)
+{
+    const unsigned r = static_cast<unsigned>(n & 15);
+    const unsigned m = static_cast<unsigned>(n >> 4); /* 1..fold_max_dist */
+    const __m128i regv = _mm_cvtsi32_si128(static_cast<int>(reg));
+    const __m128i b0 = _mm_xor_si128(load_m<Masked>(p, mask, r), _mm_shuffle_epi8(regv, shuf_down(r)));
+    __m128i t0 = _mm_setzero_si128(), t1 = t0, t2 = t0, t3 = t0;
+    if (r)
+        t1 = fold16(_mm_shuffle_epi8(_mm_xor_si128(load_m<Masked>(p, mask, 0), regv), shuf_up(16 - r)), fold_k(m));
+    if (m == 1)
+        return reduce128(_mm_xor_si128(t1, b0));
+    t0 = fold16(b0, fold_k(m - 1));
+    for (unsigned j = 1; j + 1 < m; j++) {
+        const __m128i f = fold16(load_m<Masked>(p, mask, r + 16 * j), fold_k(m - 1 - j));
+        if (j & 1)
+            t2 = _mm_xor_si128(t2, f);
+        else
+            t3 = _mm_xor_si128(t3, f);
+    }
+    const __m128i last = load_m<Masked>(p, mask, r + 16 * (m - 1));
+    return reduce128(_mm_xor_si128(_mm_xor_si128(t0, t1), _mm_xor_si128(_mm_xor_si128(t2, t3), last)));
+}
+
+/* 16+ bytes: the loop-free form up to ShortMax blocks, else N independent
+ * 16-byte accumulators in the main loop. */
+template <unsigned N, unsigned ShortMax>
 UROCE_CLMUL_INLINE uint32_t crc_xmm(uint32_t reg, const uint8_t *p, size_t n)
 {
     static_assert(N >= 2 && N % 2 == 0 && 2 * N <= fold_max_dist, "unsupported accumulator count");
+    static_assert(ShortMax >= 2 * N && ShortMax <= fold_max_dist, "unsupported short-path limit");
+    if ((n >> 4) <= ShortMax)
+        return crc_xmm_short<false>(reg, p, nullptr, n);
+
     const unsigned r = static_cast<unsigned>(n & 15);
     const uint8_t *q = p + r;
-    size_t m = n >> 4; /* full blocks, >= 1 */
+    size_t m = n >> 4; /* full blocks, > 2N */
     __m128i head;
     const __m128i b0 = first_block(reg, p, r, &head);
-
     __m128i t0 = _mm_setzero_si128(), t1 = t0, t2 = t0, t3 = t0;
-    if (m <= 2 * N) {
-        /* Short: every block folds straight to the last block's position, all
-         * multiplies independent. Block j sits m-1-j blocks before the end,
-         * the head m blocks. */
-        if (r)
-            t1 = fold16(head, fold_k(static_cast<unsigned>(m)));
-        if (m == 1)
-            return reduce128(_mm_xor_si128(t1, b0));
-        t0 = fold16(b0, fold_k(static_cast<unsigned>(m - 1)));
-        for (size_t j = 1; j + 1 < m; j++) {
-            const __m128i f = fold16(loadu128(q + 16 * j), fold_k(static_cast<unsigned>(m - 1 - j)));
-            if (j & 1)
-                t2 = _mm_xor_si128(t2, f);
-            else
-                t3 = _mm_xor_si128(t3, f);
-        }
-        const __m128i last = loadu128(q + 16 * (m - 1));
-        return reduce128(_mm_xor_si128(_mm_xor_si128(t0, t1), _mm_xor_si128(_mm_xor_si128(t2, t3), last)));
-    }
 
     /* Long: N accumulators stride over N blocks at a time. */
     __m128i acc[N];

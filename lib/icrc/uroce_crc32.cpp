@@ -8,6 +8,7 @@
  */
 #include "uroce_crc32.h"
 #include "crc32_fold_consts.h"
+#include "crc32_internal.h"
 
 #include <atomic>
 #include <cpuid.h>
@@ -19,10 +20,12 @@ namespace uroce {
 namespace {
 
 using crc32_fn = uint32_t (*)(uint32_t, const void *, size_t);
+using masked_fn = uint32_t (*)(uint32_t, const uint8_t *, const uint8_t *, size_t);
 
 struct cpu_caps {
     bool clmul;  /* PCLMULQDQ + SSSE3 + SSE4.1 */
-    bool vclmul; /* plus AVX2 + VPCLMULQDQ, with YMM state enabled by the OS */
+    bool avx;    /* AVX with YMM state enabled by the OS (VEX encoding usable) */
+    bool vclmul; /* plus AVX2 + VPCLMULQDQ */
 };
 
 /* XGETBV(0) without needing target("xsave") on this function. */
@@ -35,7 +38,7 @@ uint64_t read_xcr0()
 
 cpu_caps detect_caps()
 {
-    cpu_caps c{false, false};
+    cpu_caps c{false, false, false};
     unsigned eax, ebx, ecx, edx;
     if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx))
         return c;
@@ -51,6 +54,7 @@ cpu_caps detect_caps()
      * or gets corrupted on context switch. */
     if ((read_xcr0() & 0x6u) != 0x6u)
         return c;
+    c.avx = true;
     if (__get_cpuid_max(0, nullptr) < 7)
         return c;
     __cpuid_count(7, 0, eax, ebx, ecx, edx);
@@ -66,11 +70,11 @@ const cpu_caps &caps()
     return c;
 }
 
-constexpr crc32_fn fn_of(crc32_path p)
+crc32_fn fn_of(crc32_path p)
 {
     switch (p) {
     case crc32_path::clmul:
-        return crc32_update_clmul;
+        return caps().avx ? crc32_detail::crc32_update_clmul_vex : crc32_detail::crc32_update_clmul_sse;
     case crc32_path::vclmul:
         return crc32_update_vclmul;
     case crc32_path::scalar:
@@ -79,8 +83,16 @@ constexpr crc32_fn fn_of(crc32_path p)
     }
 }
 
+masked_fn masked_fn_of(crc32_path p)
+{
+    if (p == crc32_path::scalar)
+        return crc32_detail::crc32_update_masked_scalar;
+    return caps().avx ? crc32_detail::crc32_update_masked_clmul_vex : crc32_detail::crc32_update_masked_clmul_sse;
+}
+
 /* Constant-initialized: valid even before the constructor below runs. */
 std::atomic<crc32_fn> g_fn{crc32_update_scalar};
+std::atomic<masked_fn> g_masked_fn{crc32_detail::crc32_update_masked_scalar};
 std::atomic<crc32_path> g_path{crc32_path::scalar};
 
 __attribute__((constructor)) void crc32_dispatch_init()
@@ -181,6 +193,7 @@ bool crc32_set_path(crc32_path p)
         return false;
     g_path.store(p, std::memory_order_relaxed);
     g_fn.store(fn_of(p), std::memory_order_relaxed);
+    g_masked_fn.store(masked_fn_of(p), std::memory_order_relaxed);
     return true;
 }
 
@@ -196,6 +209,32 @@ const char *crc32_path_name(crc32_path p)
     }
     return "unknown";
 }
+
+namespace crc32_detail {
+
+bool cpu_has_avx() { return caps().avx; }
+
+uint32_t crc32_update_masked(uint32_t reg, const uint8_t *p, const uint8_t *mask, size_t n)
+{
+    return g_masked_fn.load(std::memory_order_relaxed)(reg, p, mask, n);
+}
+
+uint32_t crc32_update_masked_scalar(uint32_t reg, const uint8_t *p, const uint8_t *mask, size_t n)
+{
+    uint8_t buf[64];
+    while (n) {
+        const size_t k = n < sizeof(buf) ? n : sizeof(buf);
+        for (size_t i = 0; i < k; i++)
+            buf[i] = p[i] | mask[i];
+        reg = crc32_update_scalar(reg, buf, k);
+        p += k;
+        mask += k;
+        n -= k;
+    }
+    return reg;
+}
+
+} // namespace crc32_detail
 
 uint32_t crc32_zeros(uint32_t reg, uint64_t len) { return mulmod(reg, xpow8n(len)); }
 

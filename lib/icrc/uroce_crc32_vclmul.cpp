@@ -18,8 +18,20 @@
 #include "crc32_clmul_engine.h"
 
 #ifndef UROCE_VCLMUL_ACCS
-#define UROCE_VCLMUL_ACCS 8
+#define UROCE_VCLMUL_ACCS 4
 #endif
+
+/* Below YMM_MIN bytes the 128-bit short path (latency-bound anyway), below
+ * LOOP_MIN the loop-free 256-bit path, then the N-accumulator loop. */
+#ifndef UROCE_VCLMUL_YMM_MIN
+#define UROCE_VCLMUL_YMM_MIN 64
+#endif
+#ifndef UROCE_VCLMUL_LOOP_MIN
+#define UROCE_VCLMUL_LOOP_MIN 512
+#endif
+static_assert(UROCE_VCLMUL_YMM_MIN >= 32 && UROCE_VCLMUL_LOOP_MIN <= 16 * (uroce::crc32_detail::fold_max_dist + 1) &&
+                  UROCE_VCLMUL_LOOP_MIN >= 16 * (2 * UROCE_VCLMUL_ACCS + 1),
+              "bad vclmul thresholds");
 
 #define UROCE_VCLMUL_INLINE __attribute__((target("avx2,vpclmulqdq,pclmul"), always_inline)) inline
 
@@ -40,6 +52,43 @@ UROCE_VCLMUL_INLINE __m256i fold32(__m256i x, __m256i k)
 /* Constants for a ymm whose low lane is d blocks before the last block and
  * whose high lane is d-1 blocks before it (2 <= d <= fold_max_dist). */
 UROCE_VCLMUL_INLINE __m256i fold_k2(unsigned d) { return loadu256(&fold_table[fold_index(d)]); }
+
+/* 32 <= n < 16 * (fold_max_dist + 1) bytes, no loop: like crc_xmm_short but
+ * two blocks per multiply. The last block (distance 0) is XORed as is; the
+ * m-1 blocks before it go in pairs from the front, after one single block if
+ * their count is odd; the head (distance m) is a single block too. */
+UROCE_VCLMUL_INLINE uint32_t crc_ymm_short(uint32_t reg, const uint8_t *p, size_t n)
+{
+    const unsigned r = static_cast<unsigned>(n & 15);
+    const unsigned m = static_cast<unsigned>(n >> 4); /* 2..fold_max_dist */
+    const uint8_t *q = p + r;
+    __m128i head;
+    const __m128i b0 = first_block(reg, p, r, &head);
+    __m128i x0 = loadu128(q + 16 * (m - 1)), x1 = _mm_setzero_si128();
+    if (r)
+        x1 = fold16(head, fold_k(m));
+    __m256i y0 = _mm256_setzero_si256(), y1 = y0;
+    unsigned j;
+    if ((m - 1) & 1) {
+        x0 = _mm_xor_si128(x0, fold16(b0, fold_k(m - 1)));
+        j = 1;
+    } else {
+        /* m-1 >= 2 here: the first pair is blocks 0 and 1, block 0 seeded. */
+        y0 = fold32(_mm256_inserti128_si256(loadu256(q), b0, 0), fold_k2(m - 1));
+        j = 2;
+    }
+    for (; j + 1 < m; j += 2) {
+        const __m256i f = fold32(loadu256(q + 16 * j), fold_k2(m - 1 - j));
+        if (j & 2)
+            y1 = _mm256_xor_si256(y1, f);
+        else
+            y0 = _mm256_xor_si256(y0, f);
+    }
+    const __m256i y = _mm256_xor_si256(y0, y1);
+    const __m128i x = _mm_xor_si128(_mm_xor_si128(x0, x1),
+                                    _mm_xor_si128(_mm256_castsi256_si128(y), _mm256_extracti128_si256(y, 1)));
+    return reduce128(x);
+}
 
 /* 16 * (2N + 1) bytes or more. */
 template <unsigned N>
@@ -110,8 +159,10 @@ __attribute__((target("avx2,vpclmulqdq,pclmul"))) uint32_t crc32_update_vclmul(u
     const uint8_t *p = static_cast<const uint8_t *>(data);
     if (len < 16)
         return crc_short(reg, p, len);
-    if (len < 16 * (2 * N + 1))
-        return crc_xmm<8>(reg, p, len);
+    if (len < UROCE_VCLMUL_YMM_MIN)
+        return crc_xmm_short<false>(reg, p, nullptr, len);
+    if (len < UROCE_VCLMUL_LOOP_MIN)
+        return crc_ymm_short(reg, p, len);
     return crc_ymm<N>(reg, p, len);
 }
 

@@ -1,25 +1,18 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * uroce: RoCEv2 Invariant CRC (IBTA Annex A17; Linux rxe_icrc.c semantics).
  *
- * Hot path (icrc_begin): the masked headers are built in a small aligned
- * stack buffer with 16-byte loads ORed with a constexpr mask (masked fields
- * become all ones, everything else is ORed with zero), and the CRC engine
- * runs over that buffer -- and over the rest of the packet in place.
- *
- * Two details keep the header-only (ACK-sized) case short:
- *  - The buffer is laid out so that the engine's 16-byte loads hit exactly
- *    the 16-byte stores that built it (store-to-load forwarding works; a load
- *    straddling two stores would stall until they retire). The engines align
- *    their blocks to the END of the input and put n mod 16 bytes in a head
- *    block; here the copy is instead preceded by 16 - (n mod 16) zero bytes so
- *    that the length is a multiple of 16, and the CRC starts from a register
- *    pre-image that those zero bytes turn into the ICRC seed.
- *  - Short packets (up to 128 bytes from the IP header) need one engine call.
+ * Hot path (icrc_begin): the variant header fields must read as all ones.
+ * Rather than patching a copy, the PCLMULQDQ engine ORs a constexpr mask into
+ * each 16-byte block as it loads it (crc32_update_masked_clmul): masked
+ * fields become ones, every other byte is ORed with zero. Packets of up to
+ * 256 bytes from the IP header take one such call; longer ones a masked call
+ * over the headers (rounded up to whole 16-byte blocks) and a plain
+ * crc32_update over the rest, in place. Without PCLMULQDQ the same mask is
+ * applied to a small stack copy of the headers.
  */
 #include "uroce_icrc.h"
 #include "crc32_fold_consts.h"
-
-#include <immintrin.h>
+#include "crc32_internal.h"
 
 #include <rte_mbuf.h>
 
@@ -43,7 +36,7 @@ constexpr unsigned udp_csum_off = 6;       /* 2 bytes */
 constexpr unsigned bth_len = 12;
 constexpr unsigned bth_resv8a_off = 4;     /* FECN, BECN, resv6 */
 
-constexpr unsigned buf_max = 128; /* bytes masked-copied for one-call packets */
+constexpr unsigned buf_max = 256; /* one-call packets; mask table width */
 constexpr unsigned hdr_max = 60 + udp_hdr_len + bth_len; /* IPv4 IHL=15 */
 static_assert(hdr_max + 16 <= buf_max, "the buffer must hold the largest header");
 
@@ -94,33 +87,6 @@ constexpr uint32_t seed_from_prefix()
 }
 static_assert(seed_from_prefix() == icrc_seed, "ICRC seed must be the register after 8 x 0xFF");
 
-/* pre[k]: the register that k zero bytes turn into icrc_seed. One zero bit
- * maps reg -> (reg >> 1) ^ (reg & 1 ? POLY : 0); POLY has bit 31 set and
- * reg >> 1 does not, so bit 31 of the result says which case it was and the
- * step inverts exactly. */
-constexpr std::array<uint32_t, 16> make_seed_preimages()
-{
-    std::array<uint32_t, 16> pre{};
-    uint32_t reg = icrc_seed;
-    pre[0] = reg;
-    for (unsigned k = 1; k < 16; k++) {
-        for (int b = 0; b < 8; b++)
-            reg = (reg & 0x80000000u) ? (((reg ^ poly_reflected) << 1) | 1u) : (reg << 1);
-        pre[k] = reg;
-    }
-    return pre;
-}
-constexpr std::array<uint32_t, 16> seed_pre = make_seed_preimages();
-
-constexpr uint32_t zero_bytes_forward(uint32_t reg, unsigned k)
-{
-    for (unsigned i = 0; i < 8 * k; i++)
-        reg = (reg >> 1) ^ ((reg & 1u) ? poly_reflected : 0u);
-    return reg;
-}
-static_assert(zero_bytes_forward(seed_pre[1], 1) == icrc_seed);
-static_assert(zero_bytes_forward(seed_pre[15], 15) == icrc_seed);
-
 inline unsigned layout_of(const uint8_t *ip)
 {
     if ((ip[0] >> 4) == 6)
@@ -128,8 +94,6 @@ inline unsigned layout_of(const uint8_t *ip)
     const unsigned ihl = ip[0] & 0x0Fu;
     return ihl < 5 ? 0 : ihl - 5; /* IHL < 5 is malformed; mask as if 5 */
 }
-
-inline __m128i loadu(const void *p) { return _mm_loadu_si128(static_cast<const __m128i *>(p)); }
 
 /* Runts and other odd cases: byte-wise, correct but not fast. */
 [[gnu::noinline]] uint32_t begin_slow(const uint8_t *src, size_t len, const uint8_t *mask)
@@ -157,26 +121,10 @@ icrc_state icrc_begin(const void *ip_hdr, size_t len)
     if (len < hdr) [[unlikely]]
         return {begin_slow(src, len, mask)};
 
-    /* Bytes to copy: the whole packet if it is short, else the headers
+    /* Masked bytes: the whole packet if it is short, else the headers
      * rounded up to whole 16-byte blocks (48, 64 or 80 bytes). */
     const size_t n0 = len <= buf_max ? len : (hdr + 15u) & ~15u;
-    const unsigned r = static_cast<unsigned>(n0 & 15);
-
-    /* Block j of buf is 16 bytes of the (zero-padded) masked copy; the
-     * engine's loads below are exactly these stores. */
-    alignas(16) uint8_t buf[buf_max + 16];
-    unsigned nb = 0;
-    if (r) {
-        const __m128i head = _mm_or_si128(loadu(src), loadu(mask));
-        _mm_store_si128(reinterpret_cast<__m128i *>(buf),
-                        _mm_shuffle_epi8(head, loadu(crc32_detail::shuf_table + r))); /* up by 16-r */
-        nb = 1;
-    }
-    for (size_t off = r; off < n0; off += 16, nb++)
-        _mm_store_si128(reinterpret_cast<__m128i *>(buf + 16 * nb),
-                        _mm_or_si128(loadu(src + off), loadu(mask + off)));
-
-    uint32_t reg = crc32_update(seed_pre[(16 - r) & 15], buf, 16 * nb);
+    uint32_t reg = crc32_detail::crc32_update_masked(icrc_seed, src, mask, n0);
     if (len > n0)
         reg = crc32_update(reg, src + n0, len - n0);
     return {reg};

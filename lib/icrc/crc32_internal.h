@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * uroce: internal (not installed) entry points of the CRC-32 engines.
+ */
+#ifndef UROCE_ICRC_CRC32_INTERNAL_H
+#define UROCE_ICRC_CRC32_INTERNAL_H
+
+#include <cstddef>
+#include <cstdint>
+
+namespace uroce::crc32_detail {
+
+/* The 128-bit PCLMULQDQ engine in two encodings. The legacy-SSE one runs on
+ * any PCLMULQDQ CPU; the VEX one (needs AVX) is what the dispatcher uses when
+ * AVX is there, because legacy-SSE instructions run at about half speed while
+ * some other code (e.g. ISA-L's AVX-512 CRC, which ends without VZEROUPPER)
+ * has left the upper vector state dirty -- measured, doc/icrc.md. */
+uint32_t crc32_update_clmul_sse(uint32_t reg, const void *data, size_t len);
+uint32_t crc32_update_clmul_vex(uint32_t reg, const void *data, size_t len);
+
+/* crc32_update over the n bytes p[i] | mask[i] without copying them, for
+ * 16 <= n <= 256 (mask readable for n bytes). icrc_begin() uses it to set the
+ * ICRC's variant header fields to ones. crc32_update_masked follows the active
+ * path; the others are its per-engine implementations. */
+uint32_t crc32_update_masked(uint32_t reg, const uint8_t *p, const uint8_t *mask, size_t n);
+uint32_t crc32_update_masked_scalar(uint32_t reg, const uint8_t *p, const uint8_t *mask, size_t n);
+uint32_t crc32_update_masked_clmul_sse(uint32_t reg, const uint8_t *p, const uint8_t *mask, size_t n);
+uint32_t crc32_update_masked_clmul_vex(uint32_t reg, const uint8_t *p, const uint8_t *mask, size_t n);
+
+/* AVX usable (CPUID + OS-enabled YMM state). */
+bool cpu_has_avx();
+
+} // namespace uroce::crc32_detail
+
+#endif
