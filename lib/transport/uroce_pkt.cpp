@@ -99,6 +99,56 @@ static inline uint32_t crc_masked_headers(uint32_t reg, const uint8_t *l3, unsig
     return crc32_update(reg, tmp, n);
 }
 
+/* The invariant-CRC view in place: set the variant fields of IP, UDP and
+ * BTH to ones, remember what they were. One CRC call then covers the whole
+ * frame from the IP header to the ICRC (small frames pay one call, not four;
+ * a 4 KB frame is still in L1 from the copy that just wrote it). */
+struct variant_fields {
+    uint8_t ip[4];
+    uint8_t ip2;
+    uint8_t udp[2];
+    uint8_t bth4;
+};
+
+static inline void mask_variant(uint8_t *l3, unsigned l3_len, variant_fields &v) {
+    uint8_t *udp = l3 + l3_len;
+    uint8_t *bth4 = udp + sizeof(udp_hdr) + 4;
+    if (l3_len == sizeof(ipv4_hdr)) {
+        v.ip[0] = l3[1];
+        v.ip[1] = l3[8];
+        v.ip[2] = l3[10];
+        v.ip[3] = l3[11];
+        l3[1] = l3[8] = l3[10] = l3[11] = 0xff;
+    } else {
+        std::memcpy(v.ip, l3, 4);
+        v.ip2 = l3[7];
+        l3[0] |= 0x0f;
+        l3[1] = l3[2] = l3[3] = 0xff;
+        l3[7] = 0xff;
+    }
+    v.udp[0] = udp[6];
+    v.udp[1] = udp[7];
+    udp[6] = udp[7] = 0xff;
+    v.bth4 = *bth4;
+    *bth4 = 0xff;
+}
+
+static inline void unmask_variant(uint8_t *l3, unsigned l3_len, const variant_fields &v) {
+    uint8_t *udp = l3 + l3_len;
+    if (l3_len == sizeof(ipv4_hdr)) {
+        l3[1] = v.ip[0];
+        l3[8] = v.ip[1];
+        l3[10] = v.ip[2];
+        l3[11] = v.ip[3];
+    } else {
+        std::memcpy(l3, v.ip, 4);
+        l3[7] = v.ip2;
+    }
+    udp[6] = v.udp[0];
+    udp[7] = v.udp[1];
+    udp[sizeof(udp_hdr) + 4] = v.bth4;
+}
+
 rte_mbuf *pkt_build(rte_mempool *pool, const hdr_template &t, const bth_fields &b,
                     const ext_fields &x, const payload_src *src, uint32_t payload_len,
                     uint16_t ip_id) {
@@ -179,13 +229,11 @@ rte_mbuf *pkt_build(rte_mempool *pool, const hdr_template &t, const bth_fields &
             reinterpret_cast<ieth *>(ext + o)->set_rkey(x.rkey);
     }
 
-    uint32_t reg = crc_masked_headers(icrc_seed_after_lrh, l3, t.l3_len);
-    if (info.ext_len) reg = crc32_update(reg, ext, info.ext_len);
-
+    /* the one copy of the payload: user memory straight into the frame */
     uint8_t *dst = f + hdr_len;
     if (payload_len) {
         if (src->flat) {
-            reg = copy_crc(reg, dst, src->flat, payload_len);
+            std::memcpy(dst, src->flat, payload_len);
         } else {
             uint64_t off = src->offset;
             uint32_t i = 0;
@@ -194,8 +242,7 @@ rte_mbuf *pkt_build(rte_mempool *pool, const hdr_template &t, const bth_fields &
             while (left && i < src->num_sge) {
                 uint64_t avail = src->sg[i].length - off;
                 uint32_t c = avail < left ? uint32_t(avail) : left;
-                reg = copy_crc(reg, dst,
-                               reinterpret_cast<const uint8_t *>(src->sg[i].addr) + off, c);
+                std::memcpy(dst, reinterpret_cast<const uint8_t *>(src->sg[i].addr) + off, c);
                 dst += c;
                 left -= c;
                 off = 0;
@@ -204,10 +251,12 @@ rte_mbuf *pkt_build(rte_mempool *pool, const hdr_template &t, const bth_fields &
         }
         dst = f + hdr_len + payload_len;
     }
-    if (pad) {
-        std::memset(dst, 0, pad);
-        reg = crc32_update(reg, dst, pad);
-    }
+    if (pad) std::memset(dst, 0, pad);
+    /* the one CRC pass, over the frame while it is hot in L1 */
+    variant_fields v{};
+    mask_variant(l3, t.l3_len, v);
+    uint32_t reg = crc32_update(icrc_seed_after_lrh, l3, frame_len - icrc_len - t.l2_len);
+    unmask_variant(l3, t.l3_len, v);
     store_le32(f + hdr_len + payload_len + pad, ~reg);
     return m;
 }
@@ -231,12 +280,18 @@ static uint32_t crc_mbuf_range(uint32_t reg, const rte_mbuf *m, uint32_t off, ui
 
 bool pkt_icrc_ok(const roce_packet &p, const rte_mbuf *m) {
     unsigned l3_len = p.l4_offset - p.l3_offset;
-    uint32_t reg = crc_masked_headers(icrc_seed_after_lrh, p.hdr + p.l3_offset, l3_len);
-    uint32_t rest = p.ext_offset;
     if (m->nb_segs == 1) {
-        reg = crc32_update(reg, p.hdr + rest, p.icrc_offset - rest);
+        /* the frame is ours (the device frees it after this burst): mask in
+         * place, one CRC call, restore */
+        uint8_t *l3 = const_cast<uint8_t *>(p.hdr) + p.l3_offset;
+        variant_fields v{};
+        mask_variant(l3, l3_len, v);
+        uint32_t reg = crc32_update(icrc_seed_after_lrh, l3, p.icrc_offset - p.l3_offset);
+        unmask_variant(l3, l3_len, v);
         return ~reg == load_le32(p.hdr + p.icrc_offset);
     }
+    uint32_t reg = crc_masked_headers(icrc_seed_after_lrh, p.hdr + p.l3_offset, l3_len);
+    uint32_t rest = p.ext_offset;
     reg = crc_mbuf_range(reg, m, rest, p.icrc_offset - rest);
     uint8_t buf[4];
     const uint8_t *s = static_cast<const uint8_t *>(rte_pktmbuf_read(m, p.icrc_offset, 4, buf));

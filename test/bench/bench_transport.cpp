@@ -1,0 +1,333 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * bench_transport: two uroce stacks joined by a memlink on ONE core.
+ *
+ * Measures, in the same run:
+ *   ceilings  - bare memlink packet rate (alloc, touch, tx, rx, free),
+ *               memcpy bandwidth (4 KB blocks), ICRC (CRC-32) bandwidth;
+ *   transport - 64 B RC SEND messages/s, and 4 KB / 64 KB RC RDMA WRITE in
+ *               Gbit/s at MTU 4096,
+ * and prints each transport figure as a fraction of its ceiling. Both ends
+ * run on this one core, so each side gets half of it.
+ *
+ *   bench_transport [--seconds S] [--only send|write4k|write64k|ceil] [--no-ceilings]
+ */
+#include <chrono>
+#include <ctime>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_mbuf.h>
+
+#include "uroce_crc32.h"
+#include "uroce_device.h"
+#include "uroce_memlink.h"
+#include "uroce_verbs.h"
+
+using namespace uroce;
+
+namespace {
+
+double seconds = 1.5;
+rte_mempool *pool;
+const uint8_t mac_a[6] = {2, 0, 0, 0, 0, 0xa}, mac_b[6] = {2, 0, 0, 0, 0, 0xb};
+
+/* Rates are per CPU-second of this thread: the box is shared with other
+ * builds, and wall-clock rates swing with their load. Loops end on CPU time. */
+double now_s() {
+    timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+double wall_s() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+/* ---------------------------------------------------------------- ceilings */
+
+double link_pps(uint32_t frame_len) {
+    memlink l({});
+    memlink_port *a = l.add_port(mac_a), *b = l.add_port(mac_b);
+    rte_mbuf *tx[32], *rx[32];
+    uint64_t n = 0;
+    double t0 = now_s(), t1;
+    do {
+        for (int it = 0; it < 256; ++it) {
+            if (rte_pktmbuf_alloc_bulk(pool, tx, 32) != 0) return 0;
+            for (auto *m : tx) {
+                uint8_t *p = reinterpret_cast<uint8_t *>(rte_pktmbuf_append(m, uint16_t(frame_len)));
+                std::memcpy(p, mac_b, 6);
+                std::memset(p + 6, 0x11, 64 - 6); /* a header's worth of writes */
+            }
+            a->tx_burst(tx, 32);
+            uint16_t k = b->rx_burst(rx, 32);
+            for (uint16_t i = 0; i < k; ++i) (void)*rte_pktmbuf_mtod(rx[i], volatile uint8_t *);
+            rte_pktmbuf_free_bulk(rx, k);
+            n += k;
+        }
+        t1 = now_s();
+    } while (t1 - t0 < seconds / 2);
+    return double(n) / (t1 - t0);
+}
+
+/* GB/s of fn over 4 KB blocks in a 256 KB working set (L2 resident, like the benchmark's buffers). */
+template <class F>
+double bandwidth(F fn) {
+    static std::vector<uint8_t> s(256 * 1024, 0x5a), d(256 * 1024);
+    uint64_t bytes = 0;
+    double t0 = now_s(), t1;
+    uint32_t acc = 0;
+    do {
+        for (int it = 0; it < 1024; ++it) {
+            size_t off = size_t(it % 64) * 4096;
+            acc += fn(d.data() + off, s.data() + off, 4096);
+            bytes += 4096;
+        }
+        t1 = now_s();
+    } while (t1 - t0 < seconds / 2);
+    if (acc == 42) std::printf(" ");
+    return double(bytes) / (t1 - t0) / 1e9;
+}
+
+/* ---------------------------------------------------------------- two stacks */
+
+struct side {
+    memlink_port *port;
+    context *ctx;
+    pd *pd_;
+    cq *scq, *rcq;
+    qp *q;
+};
+
+struct pair_t {
+    memlink link{memlink_config{}};
+    side a{}, b{};
+
+    void open(side &s, memlink_port *p, uint32_t ip) {
+        device_config cfg;
+        cfg.dev = p;
+        cfg.pool = pool;
+        cfg.gids[0] = gid::from_ipv4(ip);
+        cfg.num_gids = 1;
+        s.port = p;
+        s.ctx = open_device(cfg);
+        s.pd_ = alloc_pd(s.ctx);
+        s.scq = create_cq(s.ctx, 8192);
+        s.rcq = create_cq(s.ctx, 8192);
+        qp_init_attr ia;
+        ia.send_cq = s.scq;
+        ia.recv_cq = s.rcq;
+        ia.cap.max_send_wr = 1024;
+        ia.cap.max_recv_wr = 4096;
+        ia.cap.max_inline_data = 64;
+        s.q = create_qp(s.pd_, ia);
+    }
+    void connect(side &s, side &peer, const uint8_t *peer_mac, uint32_t peer_ip, mtu m) {
+        qp_attr at;
+        at.qp_state = qp_state::init;
+        at.qp_access_flags = access_remote_write | access_remote_read;
+        modify_qp(s.q, at, qp_attr_state | qp_attr_pkey_index | qp_attr_port | qp_attr_access_flags);
+        at = qp_attr{};
+        at.qp_state = qp_state::rtr;
+        at.path_mtu = m;
+        at.dest_qp_num = qp_num(peer.q);
+        at.rq_psn = 0;
+        at.max_dest_rd_atomic = 16;
+        at.min_rnr_timer = 1;
+        at.ah_attr.grh.dgid = gid::from_ipv4(peer_ip);
+        std::memcpy(at.ah_attr.dmac, peer_mac, 6);
+        modify_qp(s.q, at,
+                  qp_attr_state | qp_attr_av | qp_attr_path_mtu | qp_attr_dest_qpn | qp_attr_rq_psn |
+                      qp_attr_max_dest_rd_atomic | qp_attr_min_rnr_timer);
+        at = qp_attr{};
+        at.qp_state = qp_state::rts;
+        at.timeout = 14;
+        at.retry_cnt = 7;
+        at.rnr_retry = 7;
+        at.max_rd_atomic = 16;
+        modify_qp(s.q, at,
+                  qp_attr_state | qp_attr_sq_psn | qp_attr_timeout | qp_attr_retry_cnt |
+                      qp_attr_rnr_retry | qp_attr_max_qp_rd_atomic);
+    }
+    explicit pair_t(mtu m) {
+        open(a, link.add_port(mac_a), 0x0a000001);
+        open(b, link.add_port(mac_b), 0x0a000002);
+        connect(a, b, mac_b, 0x0a000002, m);
+        connect(b, a, mac_a, 0x0a000001, m);
+    }
+    ~pair_t() {
+        close_device(a.ctx);
+        close_device(b.ctx);
+    }
+    void pump() {
+        rte_mbuf *pk[64];
+        for (side *s : {&b, &a}) {
+            uint16_t n = s->port->rx_burst(pk, 64);
+            if (n) s->ctx->rx_burst(pk, n);
+            s->ctx->poll();
+        }
+    }
+};
+
+struct result {
+    double msgs_per_s;
+    double gbit_per_s;
+    uint64_t retransmits;
+    double cpu_share; /* CPU seconds / wall seconds during the run */
+};
+
+/* Keep the send queue full of one kind of WR; every 16th is signaled. */
+result run_stream(mtu m, wr_opcode op, uint32_t size) {
+    pair_t p(m);
+    std::vector<uint8_t> src(std::max<uint32_t>(size, 64) * 4), dst(std::max<uint32_t>(size, 64) * 64);
+    mr *ms = reg_mr(p.a.pd_, src.data(), src.size(), access_local_write);
+    mr *md = reg_mr(p.b.pd_, dst.data(), dst.size(), access_local_write | access_remote_write);
+    const uint32_t depth = 512, signal_every = 16;
+    uint32_t slots = uint32_t(dst.size() / std::max<uint32_t>(size, 64));
+    auto post_recvs = [&](int n) {
+        for (int i = 0; i < n; ++i) {
+            static uint32_t r = 0;
+            sge g{reinterpret_cast<uint64_t>(dst.data() + (r++ % slots) * std::max<uint32_t>(size, 64)),
+                  std::max<uint32_t>(size, 64), mr_lkey(md)};
+            recv_wr w;
+            w.sg_list = &g;
+            w.num_sge = 1;
+            recv_wr *bad;
+            post_recv(p.b.q, &w, &bad);
+        }
+    };
+    if (op == wr_opcode::send) post_recvs(4000);
+    uint64_t posted = 0, completed = 0, received = 0;
+    uint32_t slot = 0;
+    auto post_batch = [&](uint32_t n) {
+        for (uint32_t i = 0; i < n; ++i) {
+            sge g{reinterpret_cast<uint64_t>(src.data() + (slot % 4) * size), size, mr_lkey(ms)};
+            send_wr w;
+            w.wr_id = posted;
+            w.sg_list = &g;
+            w.num_sge = 1;
+            w.opcode = op;
+            w.send_flags = ((posted + 1) % signal_every == 0) ? unsigned(send_signaled) : 0u;
+            if (op == wr_opcode::send && size <= 64) w.send_flags |= send_inline;
+            w.wr.rdma.remote_addr = reinterpret_cast<uint64_t>(dst.data() + (slot % slots) * size);
+            w.wr.rdma.rkey = mr_rkey(md);
+            send_wr *bad;
+            if (post_send(p.a.q, &w, &bad) != verbs_error::ok) return;
+            ++posted;
+            ++slot;
+        }
+    };
+    wc wcs[64];
+    auto step = [&] {
+        uint64_t in_flight = posted - completed;
+        if (in_flight + 64 <= depth) post_batch(64);
+        p.pump();
+        int n = poll_cq(p.a.scq, 64, wcs);
+        for (int i = 0; i < n; ++i) {
+            if (wcs[i].status != wc_status::success) {
+                std::fprintf(stderr, "completion error %s\n", wc_status_str(wcs[i].status));
+                std::exit(1);
+            }
+            completed = wcs[i].wr_id + 1;
+        }
+        if (op == wr_opcode::send) {
+            int k = poll_cq(p.b.rcq, 64, wcs);
+            received += uint64_t(k);
+            if (k) post_recvs(k);
+        }
+    };
+    /* warm up, then measure */
+    double t0 = now_s();
+    while (now_s() - t0 < 0.2) step();
+    uint64_t c0 = completed;
+    uint64_t rtx0 = p.a.q->cnt.retransmits;
+    t0 = now_s();
+    double w0 = wall_s();
+    double t1 = t0;
+    uint64_t iters = 0;
+    do {
+        step();
+        if ((++iters & 63) == 0) t1 = now_s();
+    } while (t1 - t0 < seconds);
+    t1 = now_s();
+    double w1 = wall_s();
+    double msgs = double(completed - c0) / (t1 - t0);
+    return {msgs, msgs * size * 8 / 1e9, p.a.q->cnt.retransmits - rtx0, (t1 - t0) / (w1 - w0)};
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    std::string only;
+    bool skip_ceil = false;
+    for (int i = 1; i < argc; ++i) {
+        if (!std::strcmp(argv[i], "--seconds") && i + 1 < argc) seconds = std::atof(argv[++i]);
+        else if (!std::strcmp(argv[i], "--no-ceilings")) skip_ceil = true;
+        else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+        else {
+            std::printf("usage: %s [--seconds S] [--only send|write4k|write64k|ceil] [--no-ceilings]\n", argv[0]);
+            return 2;
+        }
+    }
+    const char *eal[] = {"bench_transport", "--no-huge", "-m", "512", "--no-pci", "--no-shconf",
+                         "--no-telemetry", "-l", "0", "--log-level=*:warning"};
+    if (rte_eal_init(10, const_cast<char **>(eal)) < 0) {
+        std::fprintf(stderr, "rte_eal_init: %s\n", rte_strerror(rte_errno));
+        return 1;
+    }
+    pool = rte_pktmbuf_pool_create("bench_tp", 16383, 256, 0, RTE_PKTMBUF_HEADROOM + 4096 + 256,
+                                   SOCKET_ID_ANY);
+    if (!pool) return 1;
+    auto want = [&](const char *k) { return only.empty() || only == k; };
+
+    std::printf("uroce bench_transport: both stacks on one core (lcore 0), memlink, no faults; "
+                "CRC engine %s.\nRates are per CPU-second of the one thread (co-tenant load "
+                "excluded); 'cpu' is the share of wall time we got.\n\n",
+                crc32_path_name(crc32_active_path()));
+    double pps64 = 0, pps4k = 0, mcpy = 0, crc = 0;
+    if (!skip_ceil) {
+        pps64 = link_pps(122);  /* a 64 B SEND_ONLY frame: 14+20+8+12+64+4 */
+        pps4k = link_pps(4154); /* a 4 KB WRITE_MIDDLE frame */
+        mcpy = bandwidth([](uint8_t *d, const uint8_t *s, size_t n) {
+            std::memcpy(d, s, n);
+            return uint32_t(d[0]);
+        });
+        crc = bandwidth([](uint8_t *, const uint8_t *s, size_t n) { return crc32_update(~0u, s, n); });
+        std::printf("ceilings (measured now):\n");
+        std::printf("  memlink bare packet rate, 122 B frames : %8.2f Mpps\n", pps64 / 1e6);
+        std::printf("  memlink bare packet rate, 4154 B frames: %8.2f Mpps\n", pps4k / 1e6);
+        std::printf("  memcpy, 4 KB blocks                    : %8.2f GB/s\n", mcpy);
+        std::printf("  ICRC (CRC-32), 4 KB blocks             : %8.2f GB/s\n", crc);
+    }
+    /* A WRITE byte costs one copy + one CRC on each side; both sides share this core. */
+    double write_ceiling_gbit = 8.0 / (2.0 / mcpy + 2.0 / crc);
+    std::printf("  => WRITE ceiling, both sides on one core: %.1f Gbit/s (2 copies + 2 CRCs per byte)\n\n",
+                write_ceiling_gbit);
+    if (want("send")) {
+        result r = run_stream(mtu::mtu_4096, wr_opcode::send, 64);
+        std::printf("RC SEND 64 B          : %8.2f M msgs/s  (%.1f%% of the bare 122 B packet rate; "
+                    "target 5 M/s; %llu retransmits; cpu %.0f%%)\n",
+                    r.msgs_per_s / 1e6, 100.0 * r.msgs_per_s / pps64, (unsigned long long)r.retransmits,
+                    100 * r.cpu_share);
+    }
+    if (want("write4k")) {
+        result r = run_stream(mtu::mtu_4096, wr_opcode::rdma_write, 4096);
+        std::printf("RC WRITE 4 KB, MTU 4096 : %8.2f Gbit/s (%.2f M msgs/s; %.1f%% of the copy+CRC "
+                    "ceiling; target 40 Gbit/s; %llu retransmits; cpu %.0f%%)\n",
+                    r.gbit_per_s, r.msgs_per_s / 1e6, 100.0 * r.gbit_per_s / write_ceiling_gbit,
+                    (unsigned long long)r.retransmits, 100 * r.cpu_share);
+    }
+    if (want("write64k")) {
+        result r = run_stream(mtu::mtu_4096, wr_opcode::rdma_write, 65536);
+        std::printf("RC WRITE 64 KB, MTU 4096: %8.2f Gbit/s (%.3f M msgs/s; %.1f%% of the copy+CRC "
+                    "ceiling; target 40 Gbit/s; %llu retransmits; cpu %.0f%%)\n",
+                    r.gbit_per_s, r.msgs_per_s / 1e6, 100.0 * r.gbit_per_s / write_ceiling_gbit,
+                    (unsigned long long)r.retransmits, 100 * r.cpu_share);
+    }
+    rte_eal_cleanup();
+    return 0;
+}
