@@ -237,6 +237,7 @@ TEST(analyzer, corrupt_udp_port_is_still_recognized_as_roce) {
     EXPECT_TRUE(r.repaired);
     EXPECT_EQ(r.error, "not-rocev2-port");
     EXPECT_NE(r.detail.find("UDP destination port"), std::string::npos) << r.detail;
+    EXPECT_EQ(format_fields(r), ""); /* --fields shows packets as captured only */
 }
 
 TEST(analyzer, corrupt_ethertype_is_still_recognized_as_roce) {

@@ -248,7 +248,8 @@ const char *const fields_header =
     "atomicack.orig\ticrc";
 
 std::string format_fields(const frame_report &r) {
-    if (r.cls != frame_class::roce || !r.parsed) return "";
+    /* Only packets that parse as captured: a repaired frame is not what tshark would decode. */
+    if (r.cls != frame_class::roce || !r.parsed || r.repaired) return "";
     const roce_packet &p = r.pkt;
     const bth *b = p.bth();
     std::string s;

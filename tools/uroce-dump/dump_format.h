@@ -40,7 +40,7 @@ std::string format_line(const frame_report &r, const std::string &time, const fo
 std::string format_roce_fields(const frame_report &r);
 
 /* Tab-separated columns in the order of the tshark -T fields command below,
- * or "" for frames that are not parsed RoCE packets:
+ * or "" for frames that are not RoCE packets parsing as captured:
  *   frame.number infiniband.bth.opcode .se .m .a .padcnt .p_key .destqp .psn
  *   infiniband.reth.va .reth.r_key .reth.dmalen .aeth.syndrome .aeth.msn
  *   infiniband.deth.q_key .deth.srcqp .atomiceth.swapdt .atomiceth.cmpdt
