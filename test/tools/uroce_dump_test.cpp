@@ -329,6 +329,28 @@ TEST(analyzer, non_ethernet_links_get_the_same_decode) {
     EXPECT_NE(l_eth.find("ICRC ok"), std::string::npos);
 }
 
+TEST(analyzer, ipv6_and_vlan_paths) {
+    roce_path p;
+    p.sgid = *gid::parse("fe80::1");
+    p.dgid = *gid::parse("fe80::2");
+    path_set_ip_version(p);
+    ASSERT_EQ(p.ip_version, 6);
+    p.has_vlan = true;
+    p.vlan_tci = 0x2000 | 42;
+    p.traffic_class = 0x03; /* CE */
+    auto f = build(p, ib_opcode::rc_rdma_write_only_imm, 9, 5);
+    replay rp;
+    const frame_report &r = rp.add(f);
+    EXPECT_TRUE(r.error.empty()) << r.error << " " << r.detail;
+    EXPECT_EQ(format_line(r, "0", {}),
+              "    1 0 fe80::1 -> fe80::2 sport 49152 vlan=42 RC RDMA_WRITE_ONLY_WITH_IMMEDIATE "
+              "QP=0x000011 PSN=9 SE=0 M=0 A=0 pad=3 len=5 ecn=CE RETH va=0x0000000000000000 "
+              "rkey=0x00000000 dlen=0 ImmDt=0x00000000 ICRC ok");
+    auto v = rp.flows.flows();
+    ASSERT_EQ(v.size(), 1u);
+    EXPECT_EQ(v[0].first.ip_version, 6);
+}
+
 /* ------------------------------------------------------------------ L2 consistency */
 
 TEST(check, a_lone_mac_for_a_busy_ip_is_flagged) {
