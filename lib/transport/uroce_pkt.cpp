@@ -57,20 +57,6 @@ void make_hdr_template(hdr_template &t, const roce_path &path, bool csum_offload
     t.csum_offload = csum_offload;
 }
 
-uint32_t copy_crc(uint32_t reg, uint8_t *dst, const uint8_t *src, size_t n) {
-    /* Copy a chunk, then CRC it from the destination while it sits in L1. */
-    constexpr size_t chunk = 2048;
-    while (n) {
-        size_t c = n < chunk ? n : chunk;
-        std::memcpy(dst, src, c);
-        reg = crc32_update(reg, dst, c);
-        dst += c;
-        src += c;
-        n -= c;
-    }
-    return reg;
-}
-
 static inline uint16_t ipv4_csum(const uint8_t *h) {
     uint32_t sum = 0;
     for (int i = 0; i < 20; i += 2) sum += (uint32_t(h[i]) << 8) | h[i + 1];

@@ -4,12 +4,14 @@
  * TX: the Eth/IP/UDP part of every frame of a QP (or UD address handle) is a
  * template computed once; per packet only lengths, IP id/checksum, BTH and
  * extension headers are written. The payload is gathered from the work
- * request's SGEs straight into the mbuf, and each chunk is folded into the
- * ICRC right after it is copied, while it is still in L1 (one pass over the
- * payload: the copy and the CRC are fused).
+ * request's SGEs straight into the mbuf (the one copy), then the variant
+ * fields are masked in place and one CRC call covers the frame while it is
+ * still in L1 (a frame is at most 4 KB + headers): copy and CRC touch each
+ * byte once from memory, and a small frame costs one CRC call, not four.
  *
  * RX: the ICRC is checked over the whole frame first (no byte reaches user
- * memory from a corrupt frame), then the payload is copied once.
+ * memory from a corrupt frame), then the payload is copied once, again from
+ * L1.
  */
 #ifndef UROCE_PKT_H
 #define UROCE_PKT_H
@@ -58,9 +60,6 @@ bool pkt_icrc_ok(const roce_packet &p, const rte_mbuf *m);
 /* Copy len payload bytes starting at payload offset off of packet p (in m) to dst. */
 void pkt_copy_payload(const roce_packet &p, const rte_mbuf *m, uint32_t off, uint8_t *dst,
                       uint32_t len);
-
-/* Fused copy + CRC: copies n bytes and returns the register updated over them. */
-uint32_t copy_crc(uint32_t reg, uint8_t *dst, const uint8_t *src, size_t n);
 
 /* The CRC register after the 8 bytes of 0xFF that stand for the masked LRH
  * (rxe_icrc.c seeds with this value). */
