@@ -294,6 +294,17 @@ TEST(analyzer, snapped_frames_are_named_not_verified) {
     std::string line = format_line(r, "0", {});
     EXPECT_NE(line.find("RC RDMA_WRITE_ONLY QP=0x000011 PSN=42 [snapped: 96 of"), std::string::npos)
         << line;
+    rp.flows.add(r);
+    /* Flows still count snapped packets, from the BTH, the AETH and the IP length. */
+    roce_path back = test_path(0x0a000002, 0x0a000001);
+    auto nak = build(back, ib_opcode::rc_acknowledge, 42, 0,
+                     aeth_syndrome::make_nak(aeth_syndrome::nak_remote_access_error));
+    rp.flows.add(rp.an.analyze(2, nak.data(), 14 + 20 + 8 + 12 + 4, uint32_t(nak.size())));
+    auto v = rp.flows.flows();
+    ASSERT_EQ(v.size(), 2u);
+    EXPECT_EQ(v[0].second->payload_bytes, 1000u);
+    EXPECT_EQ(v[0].second->wire_bytes, f.size());
+    EXPECT_EQ(v[1].second->naks, 1u);
 }
 
 TEST(analyzer, malformed_packets_keep_their_bth_for_context) {

@@ -153,6 +153,37 @@ void analyzer::read_raw_bth(const uint8_t *f, size_t len) {
     rep_.raw_opcode = h->opcode;
     rep_.raw_qp = h->dest_qp();
     rep_.raw_psn = h->psn();
+
+    /* For --flows on snapped captures (tcpdump -s 128): what the captured
+     * bytes and the IP length say, without the ICRC's guarantee. */
+    roce_summary &s = rep_.roce;
+    s = roce_summary{};
+    s.opcode = h->opcode;
+    s.dest_qp = h->dest_qp();
+    s.psn = h->psn();
+    s.frame_len = rep_.wire_len;
+    const opcode_info &info = opcode_lookup(h->opcode);
+    if (!info.is_valid()) return;
+    size_t ext = b + sizeof(bth);
+    size_t overhead = sizeof(bth) + info.ext_len + icrc_len + h->pad();
+    if (info.has(op_flag::payload) && rep_.addrs.l4_payload_len > overhead)
+        s.payload_len = uint32_t(rep_.addrs.l4_payload_len - overhead);
+    if (len < ext + info.ext_len) return;
+    auto at = [&](ext_hdr which) { return f + ext + info.offset(which); };
+    if (info.has(op_flag::aeth)) {
+        const auto *a = reinterpret_cast<const aeth *>(at(ext_hdr::aeth));
+        s.has_aeth = true;
+        s.syndrome = a->syndrome;
+        s.msn = a->msn();
+    }
+    if (info.has(op_flag::reth)) {
+        s.has_reth = true;
+        s.dma_length = reinterpret_cast<const reth *>(at(ext_hdr::reth))->dma_length();
+    }
+    if (info.has(op_flag::deth)) {
+        s.has_deth = true;
+        s.src_qp = reinterpret_cast<const deth *>(at(ext_hdr::deth))->src_qp();
+    }
 }
 
 static roce_summary summarize(const roce_packet &p) {

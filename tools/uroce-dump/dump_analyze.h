@@ -88,7 +88,7 @@ struct frame_report {
     bool icrc_ok = false;
     uint32_t icrc_stored = 0;   /* as the CRC value (wire bytes read little-endian) */
     uint32_t icrc_expected = 0;
-    roce_summary roce;
+    roce_summary roce; /* parsed packets; snapped ones as far as captured */
     /* BTH fields read from the raw bytes when the strict parse failed, for context. */
     bool raw_bth = false;
     uint8_t raw_opcode = 0;

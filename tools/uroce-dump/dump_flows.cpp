@@ -103,17 +103,10 @@ std::string kind_text(uint8_t mask, flow_key::role_t role) {
 void flow_table::add(const frame_report &r) {
     if (r.cls != frame_class::roce || r.repaired) return;
     if (!r.parsed && !(r.snapped && r.raw_bth)) return;
-    const opcode_info &info = opcode_lookup(r.parsed ? r.roce.opcode : r.raw_opcode);
+    /* Snapped packets: the analyzer filled r.roce from the captured bytes. */
+    const roce_summary &sum = r.roce;
+    const opcode_info &info = opcode_lookup(sum.opcode);
     if (!info.is_valid()) return;
-
-    roce_summary sum = r.roce;
-    if (!r.parsed) {
-        /* Snapped: only the BTH is known. */
-        sum = roce_summary{};
-        sum.opcode = r.raw_opcode;
-        sum.dest_qp = r.raw_qp;
-        sum.psn = r.raw_psn;
-    }
     flow_key k;
     k.ip_version = r.addrs.ip_version;
     std::memcpy(k.src, r.addrs.src_ip, sizeof k.src);
@@ -150,7 +143,7 @@ void flow_table::add(const frame_report &r) {
         }
     }
     if (info.transport == ib_transport::cnp) s.cnps++;
-    /* PSNs are sequenced for RC/UC only; snapped packets lack the RETH a READ needs. */
+    /* PSNs are sequenced for RC/UC only. */
     if (info.transport != ib_transport::rc && info.transport != ib_transport::uc) return;
     if (info.has(op_flag::request))
         sequence_request(s, sum, info);
