@@ -147,6 +147,7 @@ struct qp {
         uint64_t recv_off = 0;
         /* the WRITE in progress */
         uint64_t write_va = 0;
+        uint32_t write_rkey = 0;
         uint64_t write_len = 0;
         uint64_t write_off = 0;
         /* coalesced ACK/NAK, sent after queued READ/atomic responses */

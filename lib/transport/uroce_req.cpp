@@ -143,8 +143,8 @@ bool req_has_work(const qp *q) {
     return q->req.wqe != q->sq_head && !q->req.rnr_wait;
 }
 
-/* Go-back-N (IBTA 9.7.5.2.7 / C9-?: the requester resends from the first
- * unacknowledged PSN). Packets are rebuilt from the WQEs. */
+/* Go-back-N (IBTA 9.7.5.2: after a timeout or a NAK the requester resends
+ * from the first unacknowledged PSN; research-anchors C6). Packets are rebuilt from the WQEs. */
 void req_reposition(qp *q) {
     q->req.wqe = q->sq_comp;
     q->req.psn = q->comp.psn;

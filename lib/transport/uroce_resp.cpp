@@ -288,7 +288,8 @@ void resp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
     if (rc) {
         int32_t d = psn_diff(psn, r.psn);
         if (d > 0) {
-            /* C9-108?: out of sequence: one PSN sequence error NAK carrying
+            /* IBTA 9.7.4.1 (research-anchors C6, rxe check_psn): out of sequence:
+             * one PSN sequence error NAK carrying
              * the expected PSN, then silence until that PSN arrives. */
             ++q->cnt.out_of_seq;
             if (!r.nak_sent) {
@@ -318,7 +319,7 @@ void resp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
         }
     }
 
-    /* Opcode sequence (IBTA 9.8.2.1 / C9-?): a MIDDLE/LAST must continue the
+    /* Opcode sequence (IBTA 9.7.4.1, rxe check_op_seq): a MIDDLE/LAST must continue the
      * message in progress; a FIRST/ONLY must not interrupt one. */
     const bool is_send = info.has(op_flag::send);
     const bool is_write = info.has(op_flag::write);
@@ -417,7 +418,7 @@ void resp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
             uint64_t va = h->va(), len = h->dma_length();
             if (len) {
                 mr *mm;
-                /* C9-?: a zero-length RDMA WRITE checks no R_Key (IBTA 9.4.5). */
+                /* A zero-length RDMA WRITE checks no R_Key (IBTA 9.4.5; rxe does the same). */
                 if (mr_check(q->dev->mrs(), h->rkey(), q->pd, access_remote_write, va, len, &mm) !=
                     mr_status::ok) {
                     if (rc)
@@ -430,8 +431,24 @@ void resp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
                 }
             }
             r.write_va = va;
+            r.write_rkey = h->rkey();
             r.write_len = len;
             r.write_off = 0;
+        } else if (p.payload_len) {
+            /* the key was checked for the whole range at FIRST; check it again
+             * so a dereg_mr in the middle of a message stops the writes */
+            mr *mm;
+            if (mr_check(q->dev->mrs(), r.write_rkey, q->pd, access_remote_write,
+                         r.write_va + r.write_off, p.payload_len, &mm) != mr_status::ok) {
+                if (rc)
+                    nak_fatal(q, aeth_syndrome::nak_remote_access_error, psn);
+                else {
+                    r.uc_drop = true;
+                    r.in_msg = r.none;
+                    r.psn = psn_add(psn, 1);
+                }
+                return;
+            }
         }
         if (info.has(op_flag::immdt) && !get_recv_wqe(q)) {
             if (rc) {
@@ -512,7 +529,8 @@ void resp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
         }
         const atomic_eth *h = p.atomic_eth();
         uint64_t va = h->va();
-        /* C9-?: atomics need an 8-byte aligned VA, else invalid request. */
+        /* Atomics need an 8-byte aligned VA, else invalid request (IBTA 9.4.6;
+         * rxe RESPST_ERR_MISALIGNED_ATOMIC). */
         if (va & 7) {
             nak_fatal(q, aeth_syndrome::nak_invalid_request, psn);
             return;

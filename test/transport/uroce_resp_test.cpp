@@ -229,6 +229,26 @@ TEST_F(resp, rkey_bounds_and_access_errors) {
     }
 }
 
+TEST_F(resp, dereg_in_the_middle_of_a_write_stops_it) {
+    setup_pair();
+    std::vector<uint8_t> remote(3072, 0);
+    mr *mrem = reg(b, remote.data(), remote.size());
+    std::vector<uint8_t> pl(1024, 0x6b);
+    ext_fields x;
+    x.va = reinterpret_cast<uint64_t>(remote.data());
+    x.rkey = mr_rkey(mrem);
+    x.dma_length = 3072;
+    uint32_t psn = b.qp->resp.psn;
+    inject(b, a.qp, to_u8(ib_opcode::rc_rdma_write_first), psn, x, pl.data(), 1024, false);
+    EXPECT_EQ(remote[1023], 0x6b);
+    ASSERT_EQ(dereg_mr(mrem), verbs_error::ok);
+    inject(b, a.qp, to_u8(ib_opcode::rc_rdma_write_middle), psn_add(psn, 1), ext_fields{}, pl.data(),
+           1024, false);
+    EXPECT_EQ(b.qp->cnt.access_naks_sent, 1u);
+    EXPECT_EQ(b.qp->state, qp_state::err);
+    for (size_t i = 1024; i < remote.size(); ++i) ASSERT_EQ(remote[i], 0) << i;
+}
+
 TEST_F(resp, qp_access_flags_checked) {
     setup_pair();
     qp_attr at;
