@@ -271,8 +271,8 @@ void analyzer::analyze_roce(const uint8_t *f, size_t len) {
 }
 
 /* A frame that is not UDP to 4791 may still be a RoCE packet with one header
- * field corrupted: the EtherType, the IP version/IHL byte, the IP protocol or
- * the UDP destination port. Restore one such field at a time; if the strict
+ * field corrupted: the EtherType (or VLAN TPID), the IP version/IHL byte, the
+ * IPv4 flags/fragment offset, the IP protocol or the UDP destination port. Restore one such field at a time; if the strict
  * parser then accepts it AND its ICRC verifies (a 2^-32 coincidence
  * otherwise), it was RoCE and that field is the damage. */
 bool analyzer::try_repairs(const uint8_t *f, size_t len) {
