@@ -328,6 +328,10 @@ neigh::neigh(const neigh_config &cfg, const local_addr_table &addrs)
         entries_[i].next = i + 1 < cfg_.max_entries ? i + 1 : nil;
     free_head_ = 0;
     if (cfg_.announce_on_start) announce_left_ = cfg_.announce_count; /* first poll() sends */
+    if (cfg_.mld && cfg_.mld_robustness) {
+        mld_left_ = cfg_.mld_robustness; /* join reports from the first poll() */
+        mld_next_ = 0;
+    }
 }
 
 neigh::~neigh() {
@@ -873,6 +877,101 @@ rte_mbuf *neigh::build_request(entry *e, bool unicast) {
 void neigh::announce() {
     announce_left_ = cfg_.announce_count;
     announce_next_ = now_;
+    if (cfg_.mld && cfg_.mld_robustness) {
+        mld_left_ = cfg_.mld_robustness;
+        mld_next_ = now_;
+    }
+}
+
+/* ---------------------------------------------------------------- MLD */
+
+/* The groups we are in besides ff02::1 (never reported, RFC 3810 6): the
+ * solicited-node group of every IPv6 address, link-local included, once. */
+size_t neigh::mld_groups(gid *out) const {
+    size_t n = 0;
+    for (size_t i = 0; i <= addrs_.num_ipv6(); i++) {
+        const gid &a = i == 0 ? addrs_.link_local() : addrs_.ipv6_at(i - 1).addr;
+        gid g = ipv6_solicited_node(a.raw.data());
+        if (std::find(out, out + n, g) == out + n) out[n++] = g;
+    }
+    return n;
+}
+
+/* An MLD frame: IPv6 from our link-local address (RFC 3810 5.2.13), hop
+ * limit 1, Hop-by-Hop header with Router Alert (RFC 2711), then icmp_len
+ * bytes of ICMPv6 for the caller to fill (and checksum). */
+rte_mbuf *neigh::build_mld(const gid &dst, uint32_t icmp_len, uint8_t *&icmp) {
+    uint8_t *p;
+    size_t l2;
+    rte_mbuf *m = alloc_frame(uint32_t(sizeof(ipv6_hdr) + sizeof(ipv6_hbh_hdr) + icmp_len),
+                              ipv6_multicast_mac(dst.raw.data()), ether_type_ipv6, p, l2);
+    if (!m) return nullptr;
+    auto *ip6 = reinterpret_cast<ipv6_hdr *>(p + l2);
+    ip6->set_vtc_flow(0, 0);
+    ip6->set_payload_length(uint16_t(sizeof(ipv6_hbh_hdr) + icmp_len));
+    ip6->next_header = ipv6_nh_hop_by_hop;
+    ip6->hop_limit = 1;
+    std::memcpy(ip6->src, addrs_.link_local().raw.data(), 16);
+    std::memcpy(ip6->dst, dst.raw.data(), 16);
+    auto *hbh = reinterpret_cast<ipv6_hbh_hdr *>(ip6 + 1);
+    hbh->next_header = ip_proto_icmpv6;
+    hbh->hdr_ext_len = 0;
+    /* Router Alert (type 5, length 2, value 0 = MLD), then PadN of 2. */
+    const uint8_t opts[6] = {ipv6_opt_router_alert, 2, 0, uint8_t(router_alert_mld), 1, 0};
+    std::memcpy(hbh->options, opts, sizeof(opts));
+    icmp = reinterpret_cast<uint8_t *>(hbh + 1);
+    return m;
+}
+
+/* One report of all our groups: MLDv2 (one frame, RFC 3810 5.2) or, while
+ * an MLDv1 querier is present, one MLDv1 report per group sent to the group
+ * (RFC 2710 3, RFC 3810 8.2.1). All or nothing: false if tx_out is short. */
+bool neigh::emit_mld(rte_mbuf **tx_out, uint16_t &n_tx, uint16_t tx_cap, uint8_t record_type) {
+    std::array<gid, local_addr_table::max_ipv6 + 1> groups;
+    size_t n = mld_groups(groups.data());
+    bool v1 = now_ < mldv1_until_;
+    size_t need = v1 ? n : 1;
+    if (size_t(tx_cap - n_tx) < need) {
+        ctr_.tx_deferred++;
+        return false;
+    }
+    gid src = addrs_.link_local();
+    if (v1) {
+        for (size_t i = 0; i < n; i++) {
+            uint8_t *icmp;
+            rte_mbuf *m = build_mld(groups[i], sizeof(mld_hdr), icmp);
+            if (!m) continue;
+            auto *r = reinterpret_cast<mld_hdr *>(icmp);
+            r->h.type = icmpv6_type_mldv1_report;
+            std::memcpy(r->mcast_addr, groups[i].raw.data(), 16);
+            uint32_t s = ipv6_pseudo_sum(src.raw.data(), groups[i].raw.data(), sizeof(mld_hdr),
+                                         ip_proto_icmpv6) +
+                         rte_raw_cksum(r, sizeof(mld_hdr));
+            store_csum(r->h.checksum_be, fold(s));
+            tx_out[n_tx++] = m;
+            ctr_.mld_tx_report++;
+        }
+        return true;
+    }
+    uint32_t icmp_len = uint32_t(sizeof(mldv2_report_hdr) + n * sizeof(mldv2_record));
+    gid dst = ipv6_all_mldv2_routers();
+    uint8_t *icmp;
+    rte_mbuf *m = build_mld(dst, icmp_len, icmp);
+    if (!m) return true; /* counted as tx_alloc_fail; retried on the next schedule */
+    auto *r = reinterpret_cast<mldv2_report_hdr *>(icmp);
+    r->h.type = icmpv6_type_mldv2_report;
+    r->set_num_records(uint16_t(n));
+    auto *rec = reinterpret_cast<mldv2_record *>(r + 1);
+    for (size_t i = 0; i < n; i++) {
+        rec[i].type = record_type; /* EXCLUDE with no sources = listening to all */
+        std::memcpy(rec[i].mcast_addr, groups[i].raw.data(), 16);
+    }
+    uint32_t s = ipv6_pseudo_sum(src.raw.data(), dst.raw.data(), icmp_len, ip_proto_icmpv6) +
+                 rte_raw_cksum(r, icmp_len);
+    store_csum(r->h.checksum_be, fold(s));
+    tx_out[n_tx++] = m;
+    ctr_.mld_tx_report++;
+    return true;
 }
 
 /* RFC 5227 2.3 ARP Announcement for every IPv4 address (an ARP request
@@ -926,9 +1025,14 @@ bool neigh::is_neigh_frame(const rte_mbuf *m) {
     case ether_type_ipv4:
         return len >= l2 + sizeof(ipv4_hdr) &&
                reinterpret_cast<const ipv4_hdr *>(p + l2)->protocol == ip_proto_icmp;
-    case ether_type_ipv6:
-        return len >= l2 + sizeof(ipv6_hdr) &&
-               reinterpret_cast<const ipv6_hdr *>(p + l2)->next_header == ip_proto_icmpv6;
+    case ether_type_ipv6: {
+        if (len < l2 + sizeof(ipv6_hdr)) return false;
+        uint8_t nh = reinterpret_cast<const ipv6_hdr *>(p + l2)->next_header;
+        /* MLD queries arrive behind a Hop-by-Hop header (RFC 3810 5). */
+        if (nh == ipv6_nh_hop_by_hop && len >= l2 + sizeof(ipv6_hdr) + sizeof(ipv6_hbh_hdr))
+            nh = reinterpret_cast<const ipv6_hbh_hdr *>(p + l2 + sizeof(ipv6_hdr))->next_header;
+        return nh == ip_proto_icmpv6;
+    }
     default:
         return false;
     }
@@ -1177,9 +1281,32 @@ neigh::verdict neigh::handle_ipv6(rte_mbuf *m, size_t l2) {
     if (ip6->version() != 6) return drop(neigh_drop::bad_ip_header);
     uint32_t plen = ip6->payload_length();
     if (l2 + sizeof(ipv6_hdr) + plen > m->pkt_len) return drop(neigh_drop::truncated);
+    if (ip6->next_header == ipv6_nh_hop_by_hop) {
+        /* MLD messages carry a Hop-by-Hop Router Alert (RFC 3810 5); other
+         * ICMPv6 behind extension headers is not served. */
+        uint32_t hbh_off = uint32_t(l2 + sizeof(ipv6_hdr));
+        if (plen < sizeof(ipv6_hbh_hdr) || dlen < hbh_off + sizeof(ipv6_hbh_hdr))
+            return drop(plen < sizeof(ipv6_hbh_hdr) ? neigh_drop::truncated
+                                                    : neigh_drop::headers_split);
+        auto *hbh = reinterpret_cast<const ipv6_hbh_hdr *>(p + hbh_off);
+        uint32_t hl = uint32_t(hbh->length_bytes());
+        if (hbh->next_header != ip_proto_icmpv6) return drop(neigh_drop::unsupported_ext_hdr);
+        if (plen < hl + sizeof(icmpv6_hdr)) return drop(neigh_drop::truncated);
+        uint32_t icmp_off = hbh_off + hl, icmp_len = plen - hl;
+        if (dlen < icmp_off + sizeof(icmpv6_hdr)) return drop(neigh_drop::headers_split);
+        uint8_t type = p[icmp_off];
+        if (type != icmpv6_type_mld_query && type != icmpv6_type_mldv1_report &&
+            type != icmpv6_type_mld_done && type != icmpv6_type_mldv2_report)
+            return drop(neigh_drop::unsupported_ext_hdr);
+        ctr_.rx_icmpv6++;
+        if (ipv6_is_multicast(ip6->src)) return drop(neigh_drop::bad_source);
+        uint32_t s = ipv6_pseudo_sum(ip6->src, ip6->dst, icmp_len, ip_proto_icmpv6) +
+                     mbuf_sum(m, icmp_off, icmp_len);
+        if (fold(s) != 0xffff) return drop(neigh_drop::bad_icmp_checksum);
+        return handle_mld(m, l2, icmp_off, icmp_len);
+    }
     if (ip6->next_header != ip_proto_icmpv6) {
         switch (ip6->next_header) {
-        case 0:
         case 43:
         case 44:
         case 50:
@@ -1250,6 +1377,45 @@ neigh::verdict neigh::handle_ipv6(rte_mbuf *m, size_t l2) {
     store_csum(ih->checksum_be, fold(s));
     ctr_.icmpv6_tx_echo_reply++;
     return verdict::reply;
+}
+
+neigh::verdict neigh::handle_mld(rte_mbuf *m, size_t l2, uint32_t icmp_off, uint32_t icmp_len) {
+    uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
+    auto *ip6 = reinterpret_cast<ipv6_hdr *>(p + l2);
+    if (p[icmp_off] != icmpv6_type_mld_query) {
+        ctr_.mld_rx_other++; /* other listeners' reports: hosts ignore them (RFC 3810 6) */
+        return verdict::consumed;
+    }
+    /* RFC 3810 5.1.14 / RFC 2710 3: queries come from a link-local source
+     * with hop limit 1; anything else is discarded. */
+    if (ip6->hop_limit != 1 || !ipv6_is_link_local(ip6->src)) return drop(neigh_drop::bad_mld);
+    if (icmp_len < sizeof(mld_hdr) || (icmp_len > sizeof(mld_hdr) && icmp_len < 28))
+        return drop(neigh_drop::truncated);
+    if (m->data_len < icmp_off + sizeof(mld_hdr)) return drop(neigh_drop::headers_split);
+    auto *q = reinterpret_cast<const mld_hdr *>(p + icmp_off);
+    ctr_.mld_rx_query++;
+    if (icmp_len == sizeof(mld_hdr)) {
+        /* RFC 3810 8.2.1: an MLDv1 querier is present; answer in MLDv1 for
+         * the Older Version Querier Present Timeout (9.12: robustness x
+         * query interval + query response interval = 260 s by default). */
+        ctr_.mld_rx_query_v1++;
+        mldv1_until_ =
+            now_ + uint64_t(cfg_.mld_robustness ? cfg_.mld_robustness : 2) * 125'000'000'000ull +
+            10'000'000'000ull;
+    }
+    /* General query (::) or a group-specific one for one of our groups:
+     * answer with the current state on the next poll(). (RFC 3810 6.2 asks
+     * for a random delay up to Maximum Response Delay; one host answering
+     * at once is harmless.) */
+    if (!ipv6_is_unspecified(q->mcast_addr)) {
+        std::array<gid, local_addr_table::max_ipv6 + 1> groups;
+        size_t n = mld_groups(groups.data());
+        gid g = gid::from_bytes(q->mcast_addr);
+        if (std::find(groups.begin(), groups.begin() + n, g) == groups.begin() + n)
+            return verdict::consumed;
+    }
+    if (cfg_.mld) mld_respond_ = true;
+    return verdict::consumed;
 }
 
 neigh::verdict neigh::handle_ns(rte_mbuf *m, size_t l2, uint32_t icmp_len) {
@@ -1515,6 +1681,18 @@ void neigh::poll(uint64_t now_ns, rte_mbuf **tx_out, uint16_t &n_tx, uint16_t tx
         }
     }
 
+    if (mld_respond_ && emit_mld(tx_out, n_tx, tx_cap, mld_rec_mode_is_exclude))
+        mld_respond_ = false;
+    if (now_ >= mld_next_) {
+        bool change = mld_left_ > 0;
+        if (emit_mld(tx_out, n_tx, tx_cap,
+                     change ? mld_rec_change_to_exclude : mld_rec_mode_is_exclude)) {
+            if (change) mld_left_--;
+            mld_next_ = mld_left_             ? now_ + cfg_.mld_unsolicited_interval_ns
+                        : cfg_.mld_refresh_ns ? now_ + cfg_.mld_refresh_ns
+                                              : UINT64_MAX;
+        }
+    }
     if (announce_left_ && now_ >= announce_next_) emit_announcements(tx_out, n_tx, tx_cap);
 
     if (now_ >= next_scan_ && now_ >= scan_not_before_) scan(tx_out, n_tx, tx_cap);

@@ -151,6 +151,10 @@ class local_addr_table {
     X(nd_tx_na, "solicited neighbor advertisements sent")                                          \
     X(nd_tx_ns, "neighbor solicitations sent (resolution and probes)")                             \
     X(nd_tx_unsolicited_na, "unsolicited advertisements sent (RFC 4861 7.2.6)")                    \
+    X(mld_tx_report, "MLD reports sent (frames)")                                                  \
+    X(mld_rx_query, "MLD queries received (v1 and v2)")                                            \
+    X(mld_rx_query_v1, "MLDv1 queries received (switch to MLDv1 reports)")                         \
+    X(mld_rx_other, "MLD reports/dones of other nodes (ignored)")                                  \
     X(address_conflicts, "frames from another node claiming one of our addresses")                 \
     X(resolve_calls, "resolve() calls")                                                            \
     X(cache_hits, "resolve() answered from the cache")                                             \
@@ -193,6 +197,7 @@ class local_addr_table {
     X(unsupported_ext_hdr, "IPv6 extension headers before ICMPv6 (MLD, ...)")                      \
     X(bad_nd, "ND validation failed (RFC 4861 7.1: code, options, target, S flag)")                \
     X(bad_hop_limit, "ND with hop limit != 255 (RFC 4861 7.1)")                                    \
+    X(bad_mld, "MLD query with hop limit != 1 or a non-link-local source (RFC 3810 5.1.14)")       \
     X(address_conflict, "frame claims one of our addresses")                                       \
     X(no_room, "reply does not fit the mbuf, or no mbuf to copy a shared frame")
 
@@ -275,6 +280,25 @@ struct neigh_config {
     bool announce_on_start = true;
     uint8_t announce_count = 2;
     uint64_t announce_interval_ns = 2'000'000'000ull;
+
+    /* MLD (RFC 3810): report the solicited-node groups of our addresses
+     * (RFC 4861 7.2.1: a node MUST join them) so that MLD-snooping switches
+     * forward Neighbor Solicitations to us. Robustness-many state-change
+     * reports at start (and after announce()), current-state reports in
+     * answer to queries (MLDv1 reports while an MLDv1 querier is present,
+     * RFC 3810 8.2.1), and an unsolicited refresh every mld_refresh_ns (not
+     * in RFC 3810: a safety net for engines that do not pass queries, which
+     * arrive behind a Hop-by-Hop header; keep it below the switch's listener
+     * timeout, 260 s by default).
+     * Off by default for now: the engine's classify_frame() does not yet hand
+     * over IPv6 Hop-by-Hop frames (queries), and its tests count every frame
+     * we send as ARP/ICMP or RoCE. Turn on once it does (neigh_responder and
+     * the kernel test run with it on). */
+    bool mld = false;
+    uint8_t mld_robustness = 2; /* [Robustness Variable] 9.1 */
+    uint64_t mld_unsolicited_interval_ns =
+        1'000'000'000ull;                        /* [Unsolicited Report Interval] 9.11 */
+    uint64_t mld_refresh_ns = 60'000'000'000ull; /* 0: off */
 
     /* Mempool for requests (ARP request, NS). Without it resolution only
      * learns passively (requests are counted as tx_alloc_fail). */
@@ -367,7 +391,8 @@ class neigh {
     uint64_t now() const { return now_; }
 
     /* (Re)announce all addresses, e.g. after the address table or the MAC
-     * changed (RFC 4861 7.2.6): announce_count rounds from the next poll(). */
+     * changed (RFC 4861 7.2.6): announce_count rounds from the next poll(),
+     * and the MLD state-change reports for the (new) solicited-node groups. */
     void announce();
 
     const neigh_counters &counters() const { return ctr_; }
@@ -439,6 +464,10 @@ class neigh {
                        const gid &target, uint32_t na_flags);
     rte_mbuf *build_request(entry *e, bool unicast);
     void emit_announcements(rte_mbuf **tx_out, uint16_t &n_tx, uint16_t tx_cap);
+    size_t mld_groups(gid *out) const;
+    rte_mbuf *build_mld(const gid &dst, uint32_t icmp_len, uint8_t *&icmp);
+    bool emit_mld(rte_mbuf **tx_out, uint16_t &n_tx, uint16_t tx_cap, uint8_t record_type);
+    verdict handle_mld(rte_mbuf *m, size_t l2, uint32_t icmp_off, uint32_t icmp_len);
     void emit_due(entry *e, rte_mbuf **tx_out, uint16_t &n_tx, uint16_t tx_cap);
     void scan(rte_mbuf **tx_out, uint16_t &n_tx, uint16_t tx_cap);
 
@@ -459,6 +488,10 @@ class neigh {
     uint16_t ip_id_ = 0;
     uint8_t announce_left_ = 0;
     uint64_t announce_next_ = 0;
+    uint8_t mld_left_ = 0;           /* state-change reports still to send */
+    uint64_t mld_next_ = UINT64_MAX; /* next unsolicited report */
+    bool mld_respond_ = false;       /* a query asked for a current-state report */
+    uint64_t mldv1_until_ = 0;       /* MLDv1 querier present (RFC 3810 8.2.1) */
     neigh_drop drop_reason_ = neigh_drop::count;
     neigh_counters ctr_;
     std::array<uint64_t, size_t(neigh_drop::count)> drops_{};

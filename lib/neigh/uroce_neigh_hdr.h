@@ -246,6 +246,62 @@ struct nd_opt_lladdr {
     uint8_t addr[6];
 };
 
+/* ---------------------------------------------------------------- MLD (RFC 2710, RFC 3810) */
+
+/* Nodes join the solicited-node group of each of their addresses (RFC 4861
+ * 7.2.1); MLD reports tell snooping switches, which otherwise may not
+ * forward Neighbor Solicitations to us. */
+inline constexpr uint8_t ipv6_nh_hop_by_hop = 0;
+inline constexpr uint8_t icmpv6_type_mldv1_report = 131;
+inline constexpr uint8_t icmpv6_type_mld_done = 132;
+inline constexpr uint8_t mld_rec_mode_is_exclude = 2;   /* RFC 3810 5.2.12: current state */
+inline constexpr uint8_t mld_rec_change_to_exclude = 4; /* state change: join */
+inline constexpr uint8_t ipv6_opt_router_alert = 5;     /* RFC 2711 */
+inline constexpr uint16_t router_alert_mld = 0; /* RFC 2711: "Datagram contains a MLD message" */
+/* ff02::16, all MLDv2-capable routers (RFC 3810 5.2.14). */
+static inline gid ipv6_all_mldv2_routers() {
+    gid g;
+    g.raw = {0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x16};
+    return g;
+}
+
+/* Hop-by-Hop header carrying only the Router Alert option padded to 8 bytes,
+ * as every MLD message has (RFC 2710 3, RFC 3810 5: hop limit 1 + RA). */
+struct ipv6_hbh_hdr {
+    uint8_t next_header;
+    uint8_t hdr_ext_len; /* in 8-octet units, not counting the first 8 */
+    uint8_t options[6];
+    size_t length_bytes() const { return (size_t(hdr_ext_len) + 1) * 8; }
+};
+
+/* MLDv1 message (RFC 2710 3); also the MLDv2 query's first 24 bytes. */
+struct mld_hdr {
+    icmpv6_hdr h;
+    uint8_t max_resp_delay_be[2];
+    uint8_t reserved[2];
+    uint8_t mcast_addr[16];
+
+    uint16_t max_resp_delay() const { return load_be16(max_resp_delay_be); }
+};
+
+/* MLDv2 Report header (RFC 3810 5.2); address records follow. */
+struct mldv2_report_hdr {
+    icmpv6_hdr h;
+    uint8_t reserved[2];
+    uint8_t num_records_be[2];
+
+    uint16_t num_records() const { return load_be16(num_records_be); }
+    void set_num_records(uint16_t v) { store_be16(num_records_be, v); }
+};
+
+/* MLDv2 Multicast Address Record without sources (RFC 3810 5.2.4). */
+struct mldv2_record {
+    uint8_t type;
+    uint8_t aux_data_len;
+    uint8_t num_sources_be[2];
+    uint8_t mcast_addr[16];
+};
+
 /* ---------------------------------------------------------------- sizes and layout checks */
 
 #define UROCE_CHECK_NEIGH_HDR(type, size)                                                          \
@@ -260,6 +316,10 @@ UROCE_CHECK_NEIGH_HDR(nd_ns, 24);
 UROCE_CHECK_NEIGH_HDR(nd_na, 24);
 UROCE_CHECK_NEIGH_HDR(nd_opt_hdr, 2);
 UROCE_CHECK_NEIGH_HDR(nd_opt_lladdr, 8);
+UROCE_CHECK_NEIGH_HDR(ipv6_hbh_hdr, 8);
+UROCE_CHECK_NEIGH_HDR(mld_hdr, 24);
+UROCE_CHECK_NEIGH_HDR(mldv2_report_hdr, 8);
+UROCE_CHECK_NEIGH_HDR(mldv2_record, 20);
 #undef UROCE_CHECK_NEIGH_HDR
 
 static_assert(offsetof(arp_hdr, op_be) == 6 && offsetof(arp_hdr, sha) == 8 &&
@@ -271,6 +331,9 @@ static_assert(offsetof(icmpv6_echo, id_be) == 4 && offsetof(icmpv6_echo, seq_be)
 static_assert(offsetof(nd_ns, target) == 8 && offsetof(nd_na, flags_be) == 4 &&
               offsetof(nd_na, target) == 8);
 static_assert(offsetof(nd_opt_lladdr, addr) == 2);
+static_assert(offsetof(mld_hdr, max_resp_delay_be) == 4 && offsetof(mld_hdr, mcast_addr) == 8);
+static_assert(offsetof(mldv2_report_hdr, num_records_be) == 6);
+static_assert(offsetof(mldv2_record, mcast_addr) == 4);
 
 /* Ethernet frames shorter than this (without FCS) are padded (IEEE 802.3 minimum). */
 inline constexpr size_t eth_min_frame_len = 60;
