@@ -112,6 +112,32 @@ add("na_unsolicited_override_new", Ether(dst="33:33:00:00:00:01", src=PEER_NEW) 
 add("na_unsolicited_no_override", Ether(dst="33:33:00:00:00:01", src=PEER2) / IPv6(src=PEER6, dst="ff02::1", hlim=255) / ICMPv6ND_NA(R=0, S=0, O=0, tgt=PEER6) / ICMPv6NDOptDstLLAddr(lladdr=PEER2))
 add("na_mcast_solicited", Ether(dst="33:33:00:00:00:01", src=PEER) / IPv6(src=PEER6, dst="ff02::1", hlim=255) / ICMPv6ND_NA(R=0, S=1, O=1, tgt=PEER6) / ICMPv6NDOptDstLLAddr(lladdr=PEER))
 add("na_claims_ours", Ether(dst="33:33:00:00:00:01", src=PEER) / IPv6(src=PEER6, dst="ff02::1", hlim=255) / ICMPv6ND_NA(R=0, S=0, O=1, tgt=MY6) / ICMPv6NDOptDstLLAddr(lladdr=PEER))
+# ---- MLD (RFC 3810 / 2710): reports we send, queries we answer
+from scapy.layers.inet6 import (IPv6ExtHdrHopByHop, RouterAlert, ICMPv6MLReport2, ICMPv6MLDMultAddrRec,
+                                ICMPv6MLQuery2, ICMPv6MLQuery, ICMPv6MLReport)
+def hbh():
+    return IPv6ExtHdrHopByHop(options=[RouterAlert(value=0)])
+SN_MY = "ff02::1:ff00:1"       # solicited-node group of both fe80::ff:fe00:1 and fd00:99::1
+SN_EXTRA = "ff02::1:ff01:2345"  # of fd00:99::1:2345
+add("mld_join_expected_out", Ether(dst="33:33:00:00:00:16", src=ME) / IPv6(src=MYLL, dst="ff02::16", hlim=1) / hbh() /
+    ICMPv6MLReport2(records=[ICMPv6MLDMultAddrRec(rtype=4, dst=SN_MY)]))
+add("mld_current_expected_out", Ether(dst="33:33:00:00:00:16", src=ME) / IPv6(src=MYLL, dst="ff02::16", hlim=1) / hbh() /
+    ICMPv6MLReport2(records=[ICMPv6MLDMultAddrRec(rtype=2, dst=SN_MY)]))
+add("mld_join_two_groups_expected_out", Ether(dst="33:33:00:00:00:16", src=ME) / IPv6(src=MYLL, dst="ff02::16", hlim=1) / hbh() /
+    ICMPv6MLReport2(records=[ICMPv6MLDMultAddrRec(rtype=4, dst=SN_MY), ICMPv6MLDMultAddrRec(rtype=4, dst=SN_EXTRA)]))
+add("mldv1_report_expected_out", Ether(dst="33:33:ff:00:00:01", src=ME) / IPv6(src=MYLL, dst=SN_MY, hlim=1) / hbh() /
+    ICMPv6MLReport(mladdr=SN_MY, mrd=0))
+add("mldv2_query", Ether(dst="33:33:00:00:00:01", src=PEER) / IPv6(src=PEERLL, dst="ff02::1", hlim=1) / hbh() / ICMPv6MLQuery2())
+add("mldv1_query", Ether(dst="33:33:00:00:00:01", src=PEER) / IPv6(src=PEERLL, dst="ff02::1", hlim=1) / hbh() / ICMPv6MLQuery(mladdr="::"))
+add("mldv2_query_other_group", Ether(dst="33:33:ff:00:00:77", src=PEER) / IPv6(src=PEERLL, dst="ff02::1:ff00:77", hlim=1) / hbh() /
+    ICMPv6MLQuery2(mladdr="ff02::1:ff00:77"))
+add("mldv2_query_our_group", Ether(dst="33:33:ff:00:00:01", src=PEER) / IPv6(src=PEERLL, dst=SN_MY, hlim=1) / hbh() /
+    ICMPv6MLQuery2(mladdr=SN_MY))
+add("mldv2_query_hop64", Ether(dst="33:33:00:00:00:01", src=PEER) / IPv6(src=PEERLL, dst="ff02::1", hlim=64) / hbh() / ICMPv6MLQuery2())
+add("mldv2_query_global_src", Ether(dst="33:33:00:00:00:01", src=PEER) / IPv6(src=PEER6, dst="ff02::1", hlim=1) / hbh() / ICMPv6MLQuery2())
+add("mldv2_report_other", Ether(dst="33:33:00:00:00:16", src=PEER) / IPv6(src=PEERLL, dst="ff02::16", hlim=1) / hbh() /
+    ICMPv6MLReport2(records=[ICMPv6MLDMultAddrRec(rtype=4, dst="ff02::1:ff00:2")]))
+
 # RS: we are not a router; counted as unsupported
 from scapy.layers.inet6 import ICMPv6ND_RS
 frames["router_solicit"] = raw(Ether(dst="33:33:00:00:00:02", src=PEER) / IPv6(src=PEERLL, dst="ff02::2", hlim=255) / ICMPv6ND_RS())

@@ -20,6 +20,7 @@ RUN_SECONDS=${NEIGH_TEST_SECONDS:-30}
 TAG=$$
 NS_K="uroce-nk-$TAG"
 NS_U="uroce-nu-$TAG"
+NS_C="uroce-nc-$TAG" # MLD phase: a client behind a snooping bridge
 VK="vk$TAG"
 VU="vu$TAG"
 MAC_K=02:00:00:99:00:01
@@ -41,6 +42,7 @@ cleanup() {
     fi
     ip netns del "$NS_K" 2>/dev/null   # deleting the ns destroys vk, and with it vu
     ip netns del "$NS_U" 2>/dev/null
+    ip netns del "$NS_C" 2>/dev/null
     rm -rf "$OUT"
 }
 trap cleanup EXIT
@@ -98,7 +100,7 @@ start_responder() {
     local log=$1
     shift
     ip netns exec "$NS_U" "$RESPONDER" --no-huge -m 256 --no-pci --no-shconf --no-telemetry -l 0 \
-        --log-level='*:warning' --vdev="net_af_packet0,iface=$VU" -- \
+        --log-level='*:warning' --vdev="net_af_packet0,iface=${RESP_IFACE:-$VU}" -- \
         --mac $MAC_U --seconds "$RUN_SECONDS" "$@" >"$log" 2>&1 &
     RESP_PID=$!
     for _ in $(seq 1 100); do
@@ -294,6 +296,65 @@ else
             fail "VLAN 5: uroce did not resolve $ip"
     done
     stop_responder "$OUT/responder-vlan.log"
+fi
+
+# ---------------------------------------------------------------- MLD snooping
+# A Linux bridge (in the kernel ns) with MLD snooping and its own querier;
+# flooding of unregistered multicast is off towards uroce. A client on
+# another bridge port pings us: its NS for our address reaches us only if
+# our MLD reports put us in the bridge's group table (RFC 4861 7.2.1 +
+# RFC 3810), as behind a datacenter switch with snooping. (The bridge's own
+# host traffic would be flooded regardless, hence the separate client.)
+echo "---- MLD snooping bridge"
+BR="br$TAG"
+VK2="wk$TAG"
+VU2="wu$TAG"
+VC="vc$TAG"
+WC="wc$TAG"
+if ! br_err=$(kx ip link add "$BR" type bridge mcast_snooping 1 mcast_querier 1 mcast_mld_version 2 \
+    mcast_query_interval 100 mcast_query_response_interval 50 mcast_startup_query_interval 100 2>&1); then
+    echo "SKIP: MLD checks: no bridge with multicast snooping ($br_err)"
+else
+    ip netns add "$NS_C"
+    ip netns exec "$NS_C" sysctl -qw net.ipv6.conf.default.accept_dad=0 net.ipv6.conf.all.accept_dad=0 \
+        net.ipv6.conf.default.router_solicitations=0
+    kx ip link add "$VK2" type veth peer name "$VU2" address $MAC_U netns "$NS_U"
+    kx ip link add "$WC" type veth peer name "$VC" netns "$NS_C"
+    ux sysctl -qw "net.ipv4.conf.$VU2.arp_ignore=8"
+    kx ip link set "$VK2" master "$BR"
+    kx ip link set "$WC" master "$BR"
+    kx bridge link set dev "$VK2" mcast_flood off
+    ip netns exec "$NS_C" ip -6 addr add fd00:99:7::1/64 dev "$VC" nodad
+    ip netns exec "$NS_C" ip link set "$VC" up
+    kx ip link set "$VK2" up
+    kx ip link set "$WC" up
+    kx ip link set "$BR" up
+    ux ip link set "$VU2" up
+    RESP_IFACE=$VU2 start_responder "$OUT/responder-mld.log" --addr fd00:99:7::2/64 --mld "${NEIGH_TEST_MLD:-1}"
+    mdb=
+    for _ in $(seq 1 30); do
+        mdb=$(kx bridge -6 mdb show dev "$BR" 2>&1)
+        echo "$mdb" | grep -q "port $VK2 grp ff02::1:ff99:2" && break
+        sleep 0.1
+    done
+    echo "$mdb" | grep -q "port $VK2 grp ff02::1:ff99:2" &&
+        pass "MLD: bridge lists $VK2 in ff02::1:ff99:2 (our report accepted)" ||
+        fail "MLD: bridge group table: $(echo "$mdb" | tr -s ' \n' ' ')"
+    if ip netns exec "$NS_C" ping -6 -c 3 -i 0.2 -W 2 fd00:99:7::2 >"$OUT/ping.log" 2>&1 &&
+        grep -q ' 0% packet loss' "$OUT/ping.log"; then
+        pass "MLD: client behind the snooping bridge pings fd00:99:7::2"
+    else
+        fail "MLD: client behind the snooping bridge cannot ping fd00:99:7::2"
+        sed 's/^/    /' "$OUT/ping.log"
+    fi
+    # The bridge queries every second; we must have answered at least one.
+    sleep 1.2
+    stop_responder "$OUT/responder-mld.log"
+    q=$(awk '/^neigh.mld_rx_query /{print $2}' "$OUT/responder-mld.log")
+    r=$(awk '/^neigh.mld_tx_report /{print $2}' "$OUT/responder-mld.log")
+    # 2 join reports (robustness 2), then one per query answered
+    [ "${q:-0}" -ge 1 ] && [ "${r:-0}" -ge 3 ] && pass "MLD: $q bridge queries received, $r reports sent" ||
+        fail "MLD: queries received '${q:-0}', reports sent '${r:-0}'"
 fi
 
 if [ $fails -eq 0 ]; then

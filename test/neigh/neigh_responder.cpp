@@ -8,7 +8,7 @@
  *
  *   neigh_responder <EAL args> -- --mac 02:00:00:99:00:02 --addr 10.99.0.2/24
  *       --addr fd00:99::2/64 [--resolve 10.99.0.1]... [--resolve-delay S]
- *       [--announce 0|1] [--vlan TCI] [--seconds 20]
+ *       [--announce 0|1] [--mld 0|1] [--vlan TCI] [--seconds 20]
  */
 #include <cinttypes>
 #include <csignal>
@@ -56,7 +56,7 @@ static int usage() {
     std::fprintf(
         stderr,
         "usage: neigh_responder <EAL args> -- --mac MAC --addr A/N [--addr ...] "
-        "[--resolve IP]... [--resolve-delay S] [--announce 0|1] [--vlan TCI] [--seconds N]\n");
+        "[--resolve IP]... [--resolve-delay S] [--announce 0|1] [--mld 0|1] [--vlan TCI] [--seconds N]\n");
     return 2;
 }
 
@@ -76,6 +76,7 @@ int main(int argc, char **argv) {
     std::optional<uint16_t> vlan;
     double resolve_delay = 0; /* seconds before the first resolve() */
     bool announce = true;
+    bool mld = true;
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
         if (i + 1 >= argc) return usage();
@@ -96,6 +97,8 @@ int main(int argc, char **argv) {
             to_resolve.push_back(*g);
         } else if (a == "--resolve-delay") {
             resolve_delay = std::atof(v.c_str());
+        } else if (a == "--mld") {
+            mld = std::atoi(v.c_str()) != 0;
         } else if (a == "--announce") {
             announce = std::atoi(v.c_str()) != 0;
         } else if (a == "--vlan") {
@@ -135,6 +138,7 @@ int main(int argc, char **argv) {
     cfg.event_cb = on_event;
     cfg.vlan_tci = vlan; /* requests tagged; replies keep the request's tag */
     cfg.announce_on_start = announce;
+    cfg.mld = mld;
     neigh nb(cfg, addrs);
 
     std::signal(SIGINT, on_signal);

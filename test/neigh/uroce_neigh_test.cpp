@@ -71,15 +71,16 @@ void expect_ipv4_icmp_checksums_ok(const bytes &f, size_t l2 = 14) {
     EXPECT_EQ(be_fold(be_sum(&f[l2], hl)), 0xffff) << "IPv4 header checksum";
     EXPECT_EQ(be_fold(be_sum(&f[l2 + hl], tl - hl)), 0xffff) << "ICMP checksum";
 }
-/* ICMPv6 checksum over the RFC 8200 8.1 pseudo-header. */
-void expect_icmpv6_checksum_ok(const bytes &f, size_t l2 = 14) {
+/* ICMPv6 checksum over the RFC 8200 8.1 pseudo-header; ext = bytes of
+ * extension headers (MLD's Hop-by-Hop) between IPv6 and ICMPv6. */
+void expect_icmpv6_checksum_ok(const bytes &f, size_t l2 = 14, size_t ext = 0) {
     const uint8_t *ip = &f[l2];
-    uint32_t plen = uint32_t(ip[4]) << 8 | ip[5];
+    uint32_t plen = (uint32_t(ip[4]) << 8 | ip[5]) - uint32_t(ext);
     uint32_t s = be_sum(ip + 8, 32); /* src, dst */
     s += plen >> 16;                 /* upper-layer length, 32 bits */
     s += plen & 0xffff;
     s += 58; /* zero, next header */
-    s = be_sum(ip + 40, plen, s);
+    s = be_sum(ip + 40 + ext, plen, s);
     EXPECT_EQ(be_fold(s), 0xffff) << "ICMPv6 checksum";
 }
 
@@ -175,6 +176,7 @@ class NeighTest : public ::testing::Test {
         cfg.randomize_reachable = false;
         cfg.timer_granularity_ns = 0;
         cfg.announce_on_start = false; /* tests count poll() output exactly */
+        cfg.mld = false;
         cfg.event_cb = event_log::cb;
         cfg.event_ctx = &events;
         make();
@@ -884,6 +886,92 @@ TEST_F(NeighTest, NaWithoutEntryIgnored) {
     EXPECT_EQ(n->drops_total(), 0u);
 }
 
+/* ================================================================ MLD */
+
+TEST_F(NeighTest, MldJoinRetransmitAndRefresh) {
+    cfg.mld = true;
+    make();
+    auto out = poll(0);
+    ASSERT_EQ(out.size(), 1u);
+    /* one record: the link-local and fd00:99::1 share ff02::1:ff00:1 */
+    EXPECT_FRAME(out[0], nf::mld_join_expected_out);
+    expect_icmpv6_checksum_ok(out[0], 14, 8); /* behind the 8-byte Hop-by-Hop header */
+    EXPECT_TRUE(poll(S / 2).empty());
+    out = poll(S); /* [Robustness Variable] 2, [Unsolicited Report Interval] 1 s */
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_FRAME(out[0], nf::mld_join_expected_out);
+    EXPECT_TRUE(poll(30 * S).empty());
+    out = poll(61 * S); /* refresh: current state */
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_FRAME(out[0], nf::mld_current_expected_out);
+    EXPECT_EQ(n->counters().mld_tx_report, 3u);
+}
+
+TEST_F(NeighTest, MldGroupsFollowAddresses) {
+    cfg.mld = true;
+    ASSERT_TRUE(addrs.add("fd00:99::1:2345/64"));
+    make();
+    auto out = poll(0);
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_FRAME(out[0], nf::mld_join_two_groups_expected_out);
+}
+
+TEST_F(NeighTest, MldQueriesAnswered) {
+    cfg.mld = true;
+    cfg.mld_refresh_ns = 0;
+    make();
+    poll(0);
+    poll(S); /* the two joins */
+    EXPECT_TRUE(rx(nf::mldv2_query).empty());
+    EXPECT_EQ(n->counters().mld_rx_query, 1u);
+    auto out = poll(2 * S);
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_FRAME(out[0], nf::mld_current_expected_out);
+    /* group-specific: ours answered, another group's not */
+    rx(nf::mldv2_query_other_group);
+    EXPECT_TRUE(poll(3 * S).empty());
+    rx(nf::mldv2_query_our_group);
+    EXPECT_EQ(poll(4 * S).size(), 1u);
+    /* an MLDv1 querier: answer in MLDv1, one report per group, to the group */
+    rx(nf::mldv1_query);
+    out = poll(5 * S);
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_FRAME(out[0], nf::mldv1_report_expected_out);
+    EXPECT_EQ(n->counters().mld_rx_query_v1, 1u);
+    /* still MLDv1 mode for the next queries, until 260 s without v1 queries */
+    rx(nf::mldv2_query);
+    out = poll(6 * S);
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_FRAME(out[0], nf::mldv1_report_expected_out);
+    rx(nf::mldv2_query);
+    out = poll(5 * S + 261 * S);
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_FRAME(out[0], nf::mld_current_expected_out);
+    EXPECT_EQ(n->drops_total(), 0u);
+}
+
+TEST_F(NeighTest, MldInvalidAndForeign) {
+    cfg.mld = true;
+    make();
+    poll(0);
+    expect_dropped(nf::mldv2_query_hop64, neigh_drop::bad_mld);
+    expect_dropped(nf::mldv2_query_global_src, neigh_drop::bad_mld);
+    EXPECT_TRUE(rx(nf::mldv2_report_other).empty());
+    EXPECT_EQ(n->counters().mld_rx_other, 1u);
+    bytes bad = nf::mldv2_query;
+    bad.back() ^= 0x40;
+    expect_dropped(bad, neigh_drop::bad_icmp_checksum);
+    EXPECT_EQ(n->counters().mld_rx_query, 0u);
+}
+
+TEST_F(NeighTest, MldOffSendsNothing) {
+    cfg.mld = false;
+    make();
+    EXPECT_TRUE(poll(0).empty());
+    rx(nf::mldv2_query);
+    EXPECT_TRUE(poll(S).empty());
+}
+
 /* ================================================================ bursts and robustness */
 
 TEST_F(NeighTest, EngineClassification) {
@@ -893,8 +981,15 @@ TEST_F(NeighTest, EngineClassification) {
         EXPECT_TRUE(neigh::is_neigh_frame(m));
         rte_pktmbuf_free(m);
     }
-    /* UDP (RoCEv2 goes to the transport), MLD behind a hop-by-hop header, runts */
-    for (const bytes *f : {&nf::udp_to_us, &nf::icmp6_echo_hbh}) {
+    /* MLD behind a Hop-by-Hop header is ours too (echo behind one is then
+     * counted as unsupported_ext_hdr) */
+    for (const bytes *f : {&nf::mldv2_query, &nf::mldv1_query, &nf::icmp6_echo_hbh}) {
+        rte_mbuf *m = mk(*f);
+        EXPECT_TRUE(neigh::is_neigh_frame(m));
+        rte_pktmbuf_free(m);
+    }
+    /* UDP (RoCEv2 goes to the transport), runts */
+    for (const bytes *f : {&nf::udp_to_us}) {
         rte_mbuf *m = mk(*f);
         EXPECT_FALSE(neigh::is_neigh_frame(m));
         rte_pktmbuf_free(m);
@@ -950,7 +1045,10 @@ TEST_F(NeighTest, MalformedNeverCrashes) {
                           &nf::ns_dad,
                           &nf::na_from_peer,
                           &nf::na_unsolicited_override_new,
-                          &nf::icmp6_echo_hbh};
+                          &nf::icmp6_echo_hbh,
+                          &nf::mldv2_query,
+                          &nf::mldv1_query,
+                          &nf::mldv2_report_other};
     std::mt19937 rng(12345);
     uint64_t replies = 0, inputs = 0;
     for (const bytes *f : all) {
@@ -1006,11 +1104,11 @@ TEST_F(NeighTest, SharedMbufNotWrittenInPlace) {
  * mk_exact): bounds are enforced by ASan in the sanitizer build. Replies
  * that need room past the request are dropped as no_room, never written. */
 TEST_F(NeighTest, MalformedExactBuffers) {
-    const bytes *all[] = {&nf::arp_request,   &nf::arp_request_vlan,    &nf::arp_probe,
-                          &nf::icmp_echo,     &nf::icmp_echo_options,   &nf::icmp_echo_small,
-                          &nf::icmp6_echo,    &nf::icmp6_echo_allnodes, &nf::ns,
-                          &nf::ns_dad,        &nf::ns_unicast_nosll,    &nf::na_from_peer,
-                          &nf::icmp6_echo_hbh};
+    const bytes *all[] = {&nf::arp_request,    &nf::arp_request_vlan,    &nf::arp_probe,
+                          &nf::icmp_echo,      &nf::icmp_echo_options,   &nf::icmp_echo_small,
+                          &nf::icmp6_echo,     &nf::icmp6_echo_allnodes, &nf::ns,
+                          &nf::ns_dad,         &nf::ns_unicast_nosll,    &nf::na_from_peer,
+                          &nf::icmp6_echo_hbh, &nf::mldv2_query,         &nf::mldv1_query};
     std::mt19937 rng(777);
     n->resolve(G("fd00:99::2"));
     n->resolve(G("10.99.0.2"));
