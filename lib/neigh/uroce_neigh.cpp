@@ -499,6 +499,20 @@ void neigh::learn_new(const gid &ip, const mac_addr &mac, neigh_state s) {
     set_state(e, s);
 }
 
+/* Another station claims one of our addresses: count, drop, and tell the
+ * engine (at most once per second, so a misconfigured peer cannot flood
+ * its log). RFC 5227 2.4 / RFC 4862 5.4.4 leave the reaction to the host;
+ * we keep the address and keep defending it. */
+neigh::verdict neigh::conflict(const gid &ours, const mac_addr &theirs) {
+    ctr_.address_conflicts++;
+    if (cfg_.event_cb && (!conflict_reported_ || now_ >= last_conflict_event_ + 1'000'000'000ull)) {
+        conflict_reported_ = true;
+        last_conflict_event_ = now_;
+        cfg_.event_cb(cfg_.event_ctx, neigh_event::address_conflict, ours, &theirs);
+    }
+    return drop(neigh_drop::address_conflict);
+}
+
 void neigh::fail(entry *e) {
     drop_held(e);
     set_state(e, neigh_state::failed);
@@ -1148,8 +1162,7 @@ neigh::verdict neigh::handle_arp(rte_mbuf *m, uint8_t *p, size_t l2) {
     } else {
         if (addrs_.is_local_ipv4(spa)) {
             /* Someone else uses our address (RFC 5227 2.4): never learn it. */
-            ctr_.address_conflicts++;
-            return drop(neigh_drop::address_conflict);
+            return conflict(gid::from_ipv4(spa), sha);
         }
         if (!ipv4_is_host_unicast(spa)) return drop(neigh_drop::bad_source);
         bool gratuitous = spa == tpa;
@@ -1439,10 +1452,10 @@ neigh::verdict neigh::handle_ns(rte_mbuf *m, size_t l2, uint32_t icmp_len) {
 
     /* 7.2.3: answer only for a target assigned to this interface. */
     if (!addrs_.is_local_ipv6(ns->target)) return drop(neigh_drop::not_for_us);
-    if (!dad && addrs_.is_local_ipv6(ip6->src)) {
-        ctr_.address_conflicts++;
-        return drop(neigh_drop::address_conflict);
-    }
+    if (!dad && addrs_.is_local_ipv6(ip6->src))
+        return conflict(gid::from_bytes(ip6->src),
+                        o.lladdr ? mac_addr::from_bytes(o.lladdr)
+                                 : mac_addr::from_bytes(reinterpret_cast<eth_hdr *>(p)->src));
 
     mac_addr reply_mac;
     gid reply_dst;
@@ -1528,8 +1541,9 @@ neigh::verdict neigh::handle_na(rte_mbuf *m, size_t l2, uint32_t icmp_len) {
     gid target = gid::from_bytes(na->target);
     if (addrs_.is_local_ipv6(na->target)) {
         /* RFC 4862 5.4.4: another node advertises one of our addresses. */
-        ctr_.address_conflicts++;
-        return drop(neigh_drop::address_conflict);
+        return conflict(target, o.lladdr
+                                    ? mac_addr::from_bytes(o.lladdr)
+                                    : mac_addr::from_bytes(reinterpret_cast<eth_hdr *>(p)->src));
     }
     /* 7.2.5: no entry -> silently discard (no entry is created by an NA). */
     entry *e = find(target);

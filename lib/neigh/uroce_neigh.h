@@ -238,9 +238,10 @@ enum class neigh_state : uint8_t {
 const char *neigh_state_name(neigh_state s);
 
 enum class neigh_event : uint8_t {
-    resolved, /* INCOMPLETE entry got a MAC */
-    changed,  /* a known neighbour's MAC changed */
-    failed,   /* resolution timed out, or PROBE went unanswered (entry removed) */
+    resolved,         /* INCOMPLETE entry got a MAC */
+    changed,          /* a known neighbour's MAC changed */
+    failed,           /* resolution timed out, or PROBE went unanswered (entry removed) */
+    address_conflict, /* another station claims our address ip, from MAC mac (at most 1/s) */
 };
 /* mac is null for failed. Called from process_burst()/poll() on the engine's lcore. */
 using neigh_event_cb = void (*)(void *ctx, neigh_event ev, const gid &ip, const mac_addr *mac);
@@ -445,6 +446,7 @@ class neigh {
 
     /* rx */
     enum class verdict : uint8_t { reply, consumed, drop };
+    verdict conflict(const gid &ours, const mac_addr &theirs);
     verdict handle_arp(rte_mbuf *m, uint8_t *l2, size_t l2_len);
     verdict handle_ipv4(rte_mbuf *m, size_t l2_len);
     verdict handle_ipv6(rte_mbuf *m, size_t l2_len);
@@ -492,6 +494,8 @@ class neigh {
     uint64_t mld_next_ = UINT64_MAX; /* next unsolicited report */
     bool mld_respond_ = false;       /* a query asked for a current-state report */
     uint64_t mldv1_until_ = 0;       /* MLDv1 querier present (RFC 3810 8.2.1) */
+    bool conflict_reported_ = false;
+    uint64_t last_conflict_event_ = 0;
     neigh_drop drop_reason_ = neigh_drop::count;
     neigh_counters ctr_;
     std::array<uint64_t, size_t(neigh_drop::count)> drops_{};
