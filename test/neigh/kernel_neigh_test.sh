@@ -254,7 +254,21 @@ for ip in 10.99.0.2 fd00:99::2; do
     [ "$st" = REACHABLE ] && pass "kernel re-verified $ip by unicast probe: REACHABLE" ||
         fail "kernel entry for $ip is '$st' (unicast probe unanswered?)"
 done
-# 10. We resolved the kernel (our ARP request / NS answered by Linux).
+# 10. Address conflict: the kernel claims our 10.99.0.2 with a gratuitous
+#     ARP (RFC 5227 2.4); we keep the address, count it and raise the event.
+kx ip addr add 10.99.0.2/32 dev "$VK" noprefixroute 2>/dev/null || kx ip addr add 10.99.0.2/32 dev "$VK"
+kx arping -U -c 1 -I "$VK" -s 10.99.0.2 10.99.0.2 >/dev/null 2>&1
+kx ip addr del 10.99.0.2/32 dev "$VK"
+for _ in $(seq 1 20); do
+    grep -q "^EVENT address_conflict 10.99.0.2 $MAC_K" "$OUT/responder.log" && break
+    sleep 0.1
+done
+grep -q "^EVENT address_conflict 10.99.0.2 $MAC_K" "$OUT/responder.log" &&
+    pass "conflict: the kernel's gratuitous ARP for 10.99.0.2 raised address_conflict" ||
+    fail "conflict: no address_conflict event for 10.99.0.2"
+kx ip neigh flush dev "$VK" to 10.99.0.2 2>/dev/null
+
+# 11. We resolved the kernel (our ARP request / NS answered by Linux).
 sleep 0.3
 for ip in 10.99.0.1 fd00:99::1 $LL_K; do
     if grep -q "^RESOLVED $ip $MAC_K" "$OUT/responder.log"; then

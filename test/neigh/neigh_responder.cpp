@@ -47,16 +47,16 @@ static void on_event(void *, neigh_event ev, const gid &ip, const mac_addr *mac)
     std::printf("EVENT %s %s %s\n",
                 ev == neigh_event::resolved  ? "resolved"
                 : ev == neigh_event::changed ? "changed"
-                                             : "failed",
+                : ev == neigh_event::failed  ? "failed"
+                                             : "address_conflict",
                 ip_text(ip).c_str(), mac ? mac->to_string().c_str() : "-");
     std::fflush(stdout);
 }
 
 static int usage() {
-    std::fprintf(
-        stderr,
-        "usage: neigh_responder <EAL args> -- --mac MAC --addr A/N [--addr ...] "
-        "[--resolve IP]... [--resolve-delay S] [--announce 0|1] [--mld 0|1] [--vlan TCI] [--seconds N]\n");
+    std::fprintf(stderr, "usage: neigh_responder <EAL args> -- --mac MAC --addr A/N [--addr ...] "
+                         "[--resolve IP]... [--resolve-delay S] [--announce 0|1] [--mld 0|1] "
+                         "[--vlan TCI] [--seconds N]\n");
     return 2;
 }
 

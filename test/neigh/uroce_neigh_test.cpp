@@ -433,6 +433,16 @@ TEST_F(NeighTest, GratuitousArpAcceptCreates) {
 TEST_F(NeighTest, ArpConflictAndMalformed) {
     expect_dropped(nf::garp_claims_ours, neigh_drop::address_conflict);
     EXPECT_EQ(n->counters().address_conflicts, 1u);
+    ASSERT_EQ(events.v.size(), 1u);
+    EXPECT_EQ(events.v[0].e, neigh_event::address_conflict);
+    EXPECT_EQ(events.v[0].ip, G("10.99.0.1"));
+    EXPECT_EQ(*events.v[0].mac, PEER);
+    expect_dropped(nf::garp_claims_ours, neigh_drop::address_conflict);
+    EXPECT_EQ(events.v.size(), 1u); /* rate-limited: 1 event/s */
+    poll(2 * S);
+    expect_dropped(nf::garp_claims_ours, neigh_drop::address_conflict);
+    EXPECT_EQ(events.v.size(), 2u);
+    events.v.clear();
     expect_dropped(nf::arp_bad_hrd, neigh_drop::bad_arp);
     expect_dropped(nf::arp_bad_op, neigh_drop::bad_arp);
     bytes t(nf::arp_request.begin(), nf::arp_request.begin() + 40);
@@ -865,6 +875,10 @@ TEST_F(NeighTest, ResolveNdAndNaRules) {
 
     expect_dropped(nf::na_mcast_solicited, neigh_drop::bad_nd);
     expect_dropped(nf::na_claims_ours, neigh_drop::address_conflict);
+    ASSERT_FALSE(events.v.empty());
+    EXPECT_EQ(events.v.back().e, neigh_event::address_conflict);
+    EXPECT_EQ(events.v.back().ip, G("fd00:99::1"));
+    EXPECT_EQ(*events.v.back().mac, PEER);
 }
 
 TEST_F(NeighTest, NdProbeIsUnicast) {
