@@ -3,7 +3,12 @@
  * re-ACKed, READ re-read within bounds, atomics replayed), opcode sequence,
  * length, rkey/bounds/access errors, RNR NAKs, ACK coalescing.
  */
+#include <pthread.h>
+#include <sched.h>
+
+#include <atomic>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "uroce_psn.h"
@@ -380,6 +385,84 @@ TEST_F(resp, uc_drops_until_next_first) {
     EXPECT_EQ(b.qp->cnt.uc_dropped, 2u);
     auto sw = poll_n(a.scq, 2);
     EXPECT_EQ(sw.size(), 2u); /* UC completes at the sender regardless */
+}
+
+/* Atomics are host atomics: two responders on two threads (two devices,
+ * as two lcores would run them) applying FETCH_ADD and CMP_SWAP to the same
+ * 8 bytes lose no update. */
+alignas(8) uint64_t shared_target = 0;
+constexpr int per_thread = 20000;
+std::atomic<int> ready{0};
+
+struct atomic_worker : pair_fixture {
+    uint64_t cpus = 0;
+    void TestBody() override {}
+    void run(int id, uint64_t *fails) {
+        /* EAL pinned the main thread to lcore 0 and threads inherit that:
+         * let these two run on every CPU so they really overlap */
+        cpu_set_t all;
+        CPU_ZERO(&all);
+        for (int c = 0; c < CPU_SETSIZE; ++c) CPU_SET(c, &all);
+        pthread_setaffinity_np(pthread_self(), sizeof(all), &all);
+        idle_step_ns = 1000;
+        static const uint8_t macs[2][2][6] = {{{2, 1, 0, 0, 0, 1}, {2, 1, 0, 0, 0, 2}},
+                                              {{2, 2, 0, 0, 0, 1}, {2, 2, 0, 0, 0, 2}}};
+        link = std::make_unique<memlink>(memlink_config{}, &clk);
+        a.port = link->add_port(macs[id][0]);
+        b.port = link->add_port(macs[id][1]);
+        open(a, a.port, gid::from_ipv4(0x0a000001), macs[id][0], 3 + id);
+        open(b, b.port, gid::from_ipv4(0x0a000002), macs[id][1], 5 + id);
+        a.qp = make_qp(a);
+        b.qp = make_qp(b);
+        connect(a, b, 1, 2);
+        connect(b, a, 2, 1);
+        mr *mt = reg(b, &shared_target, 8);
+        alignas(8) uint64_t res = 0;
+        mr *mres = reg(a, &res, 8);
+        /* start together */
+        ready.fetch_add(1);
+        while (ready.load() < 2) {
+        }
+        int cpu0 = sched_getcpu();
+        for (int i = 0; i < per_thread; ++i) {
+            sge s{reinterpret_cast<uint64_t>(&res), 8, mr_lkey(mres)};
+            send_wr w;
+            w.sg_list = &s;
+            w.num_sge = 1;
+            w.send_flags = send_signaled;
+            w.wr.atomic.remote_addr = reinterpret_cast<uint64_t>(&shared_target);
+            w.wr.atomic.rkey = mr_rkey(mt);
+            if (i % 2) {
+                w.opcode = wr_opcode::atomic_fetch_and_add;
+                w.wr.atomic.compare_add = 1;
+            } else {
+                /* increment by CAS: try again until it takes */
+                w.opcode = wr_opcode::atomic_cmp_and_swp;
+                w.wr.atomic.compare_add = __atomic_load_n(&shared_target, __ATOMIC_SEQ_CST);
+                w.wr.atomic.swap = w.wr.atomic.compare_add + 1;
+            }
+            send_wr *bad;
+            if (post_send(a.qp, &w, &bad) != verbs_error::ok) ++*fails;
+            auto c = poll_n(a.scq, 1);
+            if (c.size() != 1 || c[0].status != wc_status::success) ++*fails;
+            if (w.opcode == wr_opcode::atomic_cmp_and_swp && res != w.wr.atomic.compare_add)
+                --i; /* lost the race to the other thread */
+        }
+        cpus = uint64_t(cpu0) << 8 | uint64_t(sched_getcpu());
+        TearDown();
+    }
+};
+
+TEST(resp_threads, atomics_are_atomic_across_qps_and_threads) {
+    uint64_t fails[2] = {0, 0};
+    atomic_worker w0, w1;
+    std::thread t0([&] { w0.run(0, &fails[0]); });
+    std::thread t1([&] { w1.run(1, &fails[1]); });
+    t0.join();
+    t1.join();
+    std::printf("threads ran on cpus %llx / %llx\n", (unsigned long long)w0.cpus, (unsigned long long)w1.cpus);
+    EXPECT_EQ(fails[0] + fails[1], 0u);
+    EXPECT_EQ(shared_target, uint64_t(2 * per_thread));
 }
 
 } // namespace
