@@ -223,6 +223,19 @@ void qp_flush(qp *q) {
     }
 }
 
+void qp_to_sqe(qp *q) {
+    /* IBTA 10.3.1.7: a UC/UD send-side error stops the send queue only; what
+     * is left on it is flushed, the receive side keeps working, and
+     * modify_qp(SQE -> RTS) resumes. */
+    if (q->state == qp_state::err) return;
+    q->state = qp_state::sqe;
+    q->attr.qp_state = qp_state::sqe;
+    for (; q->sq_comp != q->sq_head; ++q->sq_comp)
+        post_send_cqe(q, sq_at(q, q->sq_comp), wc_status::wr_flush_err);
+    q->req.wqe = q->sq_head;
+    q->req.offset = 0;
+}
+
 void qp_to_error(qp *q) {
     if (q->state == qp_state::err) return;
     q->state = qp_state::err;

@@ -177,6 +177,7 @@ struct qp {
 verbs_error qp_init(qp *q, const qp_init_attr &a);
 verbs_error qp_modify(qp *q, const qp_attr &a, unsigned mask);
 void qp_to_error(qp *q);
+void qp_to_sqe(qp *q); /* UC/UD send-side error */
 void qp_flush(qp *q);
 bool qp_modify_is_ok(qp_state cur, qp_state next, qp_type type, unsigned mask);
 uint64_t local_ack_timeout_ns(uint8_t timeout);

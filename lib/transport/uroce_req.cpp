@@ -117,6 +117,8 @@ verbs_error req_post_send(qp *q, send_wr *wr, send_wr **bad_wr) {
     }
     if (q->state == qp_state::err)
         qp_flush(q); /* IBTA 10.3.1.11: WRs posted in Error complete as flushed */
+    else if (q->state == qp_state::sqe)
+        qp_to_sqe(q); /* and so do send WRs posted in SQE */
     else
         q->dev->schedule(q);
     return verbs_error::ok;
@@ -338,7 +340,10 @@ unsigned req_process(qp *q, unsigned budget) {
                 if (q->sq_comp == q->req.wqe) {
                     post_send_cqe(q, w, w.status);
                     ++q->sq_comp;
-                    qp_to_error(q);
+                    if (q->type == qp_type::rc)
+                        qp_to_error(q);
+                    else
+                        qp_to_sqe(q);
                 }
                 break;
             }

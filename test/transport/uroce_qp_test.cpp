@@ -3,6 +3,8 @@
  * ib_modify_qp_is_ok): required and optional attributes per transition and
  * QP type, value ranges, RESET/ERR from anywhere, query_qp.
  */
+#include <vector>
+
 #include "uroce_tp_fixture.h"
 
 using namespace uroce;
@@ -213,6 +215,46 @@ TEST_F(qp_sm, reset_discards_and_err_flushes_rq) {
         EXPECT_EQ(w[i].wr_id, uint64_t(i));
         EXPECT_EQ(w[i].status, wc_status::wr_flush_err);
     }
+}
+
+TEST_F(qp_sm, uc_send_error_goes_to_sqe_and_back) {
+    opt.type = qp_type::uc;
+    /* a connected UC pair from the fixture's own helpers */
+    a.qp = make_qp(a);
+    b.qp = make_qp(b);
+    connect(a, b, 1, 2);
+    connect(b, a, 2, 1);
+    std::vector<uint8_t> buf(256), rbuf(256);
+    mr *m = reg(a, buf.data(), buf.size());
+    mr *mb = reg(b, rbuf.data(), rbuf.size());
+    mr *ma = reg(a, rbuf.data(), rbuf.size());
+    /* a bad lkey: LOC_PROT_ERR, then SQE */
+    ASSERT_EQ(post_one(a, wr_opcode::send, buf.data(), 512, m, 1), verbs_error::ok);
+    auto sw = poll_n(a.scq, 1);
+    ASSERT_EQ(sw.size(), 1u);
+    EXPECT_EQ(sw[0].status, wc_status::loc_prot_err);
+    EXPECT_EQ(a.qp->state, qp_state::sqe);
+    /* sends posted in SQE are flushed */
+    ASSERT_EQ(post_one(a, wr_opcode::send, buf.data(), 16, m, 2), verbs_error::ok);
+    sw = poll_n(a.scq, 1);
+    ASSERT_EQ(sw.size(), 1u);
+    EXPECT_EQ(sw[0].status, wc_status::wr_flush_err);
+    /* the receive side still works in SQE */
+    ASSERT_EQ(post_recv_buf(a, rbuf.data(), 256, ma, 9), verbs_error::ok);
+    ASSERT_EQ(post_one(b, wr_opcode::send, rbuf.data(), 10, mb, 3), verbs_error::ok);
+    auto rw = poll_n(a.rcq, 1);
+    ASSERT_EQ(rw.size(), 1u);
+    EXPECT_EQ(rw[0].status, wc_status::success);
+    /* SQE -> RTS resumes sending (RC may not use this transition) */
+    qp_attr at;
+    at.qp_state = qp_state::rts;
+    ASSERT_EQ(modify_qp(a.qp, at, qp_attr_state), verbs_error::ok);
+    ASSERT_EQ(post_recv_buf(b, rbuf.data(), 256, mb, 10), verbs_error::ok);
+    ASSERT_EQ(post_one(a, wr_opcode::send, buf.data(), 16, m, 4), verbs_error::ok);
+    rw = poll_n(b.rcq, 1);
+    ASSERT_EQ(rw.size(), 1u);
+    EXPECT_EQ(rw[0].status, wc_status::success);
+    EXPECT_FALSE(qp_modify_is_ok(qp_state::sqe, qp_state::rts, qp_type::rc, qp_attr_state));
 }
 
 } // namespace
