@@ -40,6 +40,12 @@ bool resp_has_work(const qp *q) {
 }
 
 static void set_ack(qp *q, uint8_t syndrome, uint32_t psn) {
+    /* One ACK/NAK per burst covers everything before it. A pending NAK is
+     * replaced only by a response for its PSN or later (the lost packet has
+     * arrived since); a re-ACK for a duplicate must not hide it. */
+    if (q->resp.ack_pending && aeth_syndrome::type(q->resp.ack_syndrome) != aeth_syndrome::type_ack &&
+        psn_diff(psn, q->resp.ack_psn) < 0)
+        return;
     q->resp.ack_pending = true;
     q->resp.ack_syndrome = syndrome;
     q->resp.ack_psn = psn;

@@ -344,6 +344,44 @@ TEST_F(resp, rnr_nak_carries_min_rnr_timer) {
     EXPECT_EQ(a.qp->cnt.rnr_naks_rcvd, 1u);
 }
 
+TEST_F(resp, a_duplicate_in_the_same_burst_does_not_hide_an_rnr_nak) {
+    setup_pair();
+    std::vector<uint8_t> pl(64, 1);
+    uint32_t e = b.qp->resp.psn;
+    /* advance B's ePSN by one WRITE so that e is a duplicate afterwards */
+    std::vector<uint8_t> dst(64);
+    mr *md = reg(b, dst.data(), 64);
+    ext_fields wx;
+    wx.va = reinterpret_cast<uint64_t>(dst.data());
+    wx.rkey = mr_rkey(md);
+    wx.dma_length = 64;
+    inject(b, a.qp, to_u8(ib_opcode::rc_rdma_write_only), e, wx, pl.data(), 64);
+    settle();
+    std::vector<uint8_t> syndromes;
+    link->set_filter([&](rte_mbuf *m, const memlink_port *from) {
+        if (from == b.port) syndromes.push_back(peek(m).aeth()->syndrome);
+        return false; /* keep A out of it */
+    });
+    /* one burst: a SEND with no receive WQE (RNR), then the old WRITE again */
+    auto build = [&](uint8_t op, uint32_t psn, const ext_fields &x) {
+        bth_fields bf;
+        bf.opcode = op;
+        bf.psn = psn;
+        bf.dest_qp = qp_num(b.qp);
+        bf.ack_req = true;
+        payload_src src;
+        src.flat = pl.data();
+        return pkt_build(test_pool(), a.qp->hdr, bf, x, &src, 64, 1);
+    };
+    rte_mbuf *burst[2] = {build(to_u8(ib_opcode::rc_send_only), psn_add(e, 1), ext_fields{}),
+                          build(to_u8(ib_opcode::rc_rdma_write_only), e, wx)};
+    b.ctx->rx_burst(burst, 2);
+    b.ctx->poll();
+    ASSERT_EQ(syndromes.size(), 1u);
+    EXPECT_EQ(aeth_syndrome::type(syndromes[0]), aeth_syndrome::type_rnr_nak);
+    EXPECT_EQ(b.qp->cnt.dup_requests, 1u);
+}
+
 TEST_F(resp, acks_are_coalesced) {
     setup_pair();
     std::vector<uint8_t> src(64), dst(64 * 100);
