@@ -87,6 +87,10 @@ class ethdev_port final : public netdev {
     bool rx_scatter() const { return rx_scatter_; }
     bool tx_multi_seg() const { return tx_multi_seg_; }
     bool rss() const { return rss_; }
+    bool link_up() const {
+        rte_eth_link link{};
+        return rte_eth_link_get_nowait(port_id_, &link) == 0 && link.link_status == RTE_ETH_LINK_UP;
+    }
     /* The largest IB path MTU (256..4096) this port's frame size carries. */
     uint32_t max_ib_mtu() const;
     /* One-line summary: driver, MAC, MTU, offloads. */

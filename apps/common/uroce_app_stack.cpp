@@ -1,0 +1,366 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "uroce_app_stack.h"
+
+#include <csignal>
+#include <cstring>
+#include <string_view>
+#include <unistd.h>
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_telemetry.h>
+
+#include <tbb/concurrent_hash_map.h>
+
+namespace uroce::app {
+
+std::atomic<bool> stop_requested{false};
+static std::atomic<bool> counters_requested{false};
+
+namespace {
+
+void on_signal(int sig) {
+    if (sig == SIGUSR1)
+        counters_requested.store(true);
+    else
+        stop_requested.store(true);
+}
+
+/* Live stacks by name, read by DPDK's telemetry thread while the app's
+ * thread creates and destroys stacks: a concurrent map is the right tool for
+ * this control-plane table (never touched per packet). */
+using registry_map = tbb::concurrent_hash_map<std::string, stack *>;
+registry_map &registry() {
+    static registry_map r;
+    return r;
+}
+
+template <class C>
+void add_counters(rte_tel_data *d, const char *prefix, const C &c, const counter_desc *table,
+                  size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        std::string key = std::string(prefix) + table[i].name;
+        rte_tel_data_add_dict_u64(d, key.c_str(), counter_value(c, table[i]));
+    }
+}
+
+/* /uroce/list: stack names. /uroce/counters,NAME: the stack's counters
+ * (plain reads of the owner thread's counters: a snapshot, not a barrier). */
+int tel_list(const char *, const char *, rte_tel_data *d) {
+    rte_tel_data_start_array(d, RTE_TEL_STRING_VAL);
+    for (auto it = registry().begin(); it != registry().end(); ++it)
+        rte_tel_data_add_array_string(d, it->first.c_str());
+    return 0;
+}
+
+int tel_counters(const char *, const char *params, rte_tel_data *d) {
+    registry_map::const_accessor acc;
+    std::string name = params && *params ? params : "uroce";
+    if (!registry().find(acc, name)) return -EINVAL;
+    const stack *st = acc->second;
+    rte_tel_data_start_dict(d);
+    const ethdev_counters &pc = st->port().counters();
+    rte_tel_data_add_dict_u64(d, "port.rx_pkts", pc.rx_pkts);
+    rte_tel_data_add_dict_u64(d, "port.rx_bytes", pc.rx_bytes);
+    rte_tel_data_add_dict_u64(d, "port.tx_pkts", pc.tx_pkts);
+    rte_tel_data_add_dict_u64(d, "port.tx_bytes", pc.tx_bytes);
+    rte_tel_data_add_dict_u64(d, "port.tx_full", pc.tx_full);
+    rte_tel_data_add_dict_u64(d, "port.tx_too_long", pc.tx_too_long);
+    const engine_counters &ec = st->eng().counters();
+    for (size_t c = 0; c < size_t(frame_class::count); c++) {
+        std::string key = std::string("engine.rx_") + frame_class_name(frame_class(c));
+        rte_tel_data_add_dict_u64(d, key.c_str(), ec.rx_by_class[c]);
+    }
+    add_counters(d, "dev.", st->ctx()->counters(), dev_counter_table, std::size(dev_counter_table));
+    add_counters(d, "qp.", st->ctx()->qp_totals(), qp_counter_table, std::size(qp_counter_table));
+    return 0;
+}
+
+void register_telemetry() {
+    static bool done = false;
+    if (done) return;
+    done = true;
+    rte_telemetry_register_cmd("/uroce/list", tel_list, "Lists uroce stacks. Takes no parameters");
+    rte_telemetry_register_cmd(
+        "/uroce/counters", tel_counters,
+        "Counters of a uroce stack (port, engine, device, QP totals). Parameters: stack name");
+}
+
+bool parse_mac(std::string_view text, rte_ether_addr &out) {
+    auto m = mac_addr::parse(text);
+    if (!m) return false;
+    std::memcpy(out.addr_bytes, m->b.data(), 6);
+    return true;
+}
+
+} // namespace
+
+bool eal_init(int &argc, char **&argv, std::string &err, const char *memory_mb) {
+    int sep = -1;
+    for (int i = 1; i < argc; i++)
+        if (std::strcmp(argv[i], "--") == 0) {
+            sep = i;
+            break;
+        }
+    static std::string prefix = "uroce-" + std::to_string(getpid());
+    static std::vector<char *> eal_argv;
+    eal_argv.clear();
+    eal_argv.push_back(argv[0]);
+    if (sep > 0) {
+        for (int i = 1; i < sep; i++)
+            eal_argv.push_back(argv[i]);
+    } else {
+        static const char *defaults[] = {"--no-huge",    "-m", nullptr, "--no-pci",
+                                         "--no-shconf",  "-l", "0",     "--log-level=*:warning",
+                                         "--file-prefix"};
+        defaults[2] = memory_mb;
+        for (const char *a : defaults)
+            eal_argv.push_back(const_cast<char *>(a));
+        eal_argv.push_back(prefix.data());
+    }
+    int rc = rte_eal_init(int(eal_argv.size()), eal_argv.data());
+    if (rc < 0) {
+        err = std::string("DPDK EAL init failed: ") + rte_strerror(rte_errno);
+        return false;
+    }
+    if (sep > 0) {
+        argv[sep] = argv[0];
+        argv += sep;
+        argc -= sep;
+    }
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+    std::signal(SIGUSR1, on_signal);
+    return true;
+}
+
+int parse_stack_option(int argc, char **argv, int i, stack_options &o, std::string &err) {
+    std::string_view a = argv[i];
+    auto value = [&](const char *what) -> const char * {
+        if (i + 1 >= argc) {
+            err = std::string(argv[i]) + " needs " + what;
+            return nullptr;
+        }
+        return argv[i + 1];
+    };
+    if (a == "--vdev") {
+        const char *v = value("a vdev spec, e.g. net_af_packet0,iface=veth0");
+        if (!v) return -1;
+        o.vdev = v;
+        return 2;
+    }
+    if (a == "--port-id") {
+        const char *v = value("a port number");
+        if (!v) return -1;
+        char *end;
+        long n = std::strtol(v, &end, 10);
+        if (*end || n < 0 || n >= RTE_MAX_ETHPORTS) {
+            err = std::string("--port-id: '") + v + "' is not a port number";
+            return -1;
+        }
+        o.port_id = int(n);
+        return 2;
+    }
+    if (a == "--ip") {
+        const char *v = value("an address, e.g. 10.77.0.1/24");
+        if (!v) return -1;
+        o.ips.emplace_back(v);
+        return 2;
+    }
+    if (a == "--mac") {
+        const char *v = value("a MAC address");
+        if (!v) return -1;
+        rte_ether_addr m;
+        if (!parse_mac(v, m)) {
+            err = std::string("--mac: '") + v + "' is not a MAC address";
+            return -1;
+        }
+        o.mac = m;
+        return 2;
+    }
+    if (a == "--mtu") {
+        const char *v = value("a link MTU");
+        if (!v) return -1;
+        char *end;
+        long n = std::strtol(v, &end, 10);
+        if (*end || n < 576 || n > 65535) {
+            err = std::string("--mtu: '") + v + "' is not an MTU (576..65535)";
+            return -1;
+        }
+        o.mtu = uint32_t(n);
+        return 2;
+    }
+    if (a == "--pcap") {
+        const char *v = value("a file name");
+        if (!v) return -1;
+        o.pcap = v;
+        return 2;
+    }
+    return 0;
+}
+
+const char *stack_options_help() {
+    return "  --vdev SPEC          DPDK vdev to attach to (default net_ring pair / see app)\n"
+           "  --port-id N          an existing DPDK port\n"
+           "  --ip ADDR[/LEN]      local IPv4/IPv6 address (repeatable)\n"
+           "  --mac MAC            the port's MAC address\n"
+           "  --mtu N              link MTU to ask the PMD for\n"
+           "  --pcap FILE          capture every frame in and out to FILE\n";
+}
+
+std::unique_ptr<stack> stack::create(const stack_options &o, std::string &err) {
+    std::unique_ptr<stack> st(new stack());
+    st->name_ = o.name;
+    ethdev_config pc;
+    pc.vdev = o.vdev;
+    if (o.port_id >= 0) pc.port_id = uint16_t(o.port_id);
+    if (pc.vdev.empty() && o.port_id < 0) {
+        err = "no port: give --vdev SPEC or --port-id N";
+        return nullptr;
+    }
+    pc.mtu = o.mtu;
+    pc.mac = o.mac;
+    st->port_ = ethdev_port::open(pc, err);
+    if (!st->port_) return nullptr;
+
+    /* TX frames are single mbufs of a whole frame (the transport builds them
+     * in one pass): size the pool's rooms for the largest frame. */
+    const uint32_t room = st->port_->caps().max_frame_len + RTE_PKTMBUF_HEADROOM;
+    std::string pool_name = "tx_" + o.name;
+    st->tx_pool_ =
+        rte_pktmbuf_pool_create(pool_name.c_str(), 8191, 256, 0,
+                                uint16_t(std::min<uint32_t>(room, 65535)), int(rte_socket_id()));
+    if (!st->tx_pool_) {
+        err = "cannot create the TX mbuf pool (" + std::to_string(room) +
+              "-byte mbufs): " + rte_strerror(rte_errno) + "; give EAL more memory (-m)";
+        return nullptr;
+    }
+
+    local_addr_table addrs;
+    addrs.set_mac(mac_addr::from_bytes(st->port_->mac()));
+    for (const std::string &ip : o.ips)
+        if (!addrs.add(ip)) {
+            err = "--ip " + ip + ": not a usable unicast address (or a duplicate)";
+            return nullptr;
+        }
+    neigh_config nc;
+    nc.pool = st->tx_pool_;
+    st->nb_ = std::make_unique<neigh>(nc, addrs);
+
+    if (!o.pcap.empty()) {
+        st->capture_ = pcap_writer::open(o.pcap, err);
+        if (!st->capture_) return nullptr;
+    }
+    st->eng_ = std::make_unique<engine>(*st->port_, st->capture_.get());
+
+    device_config dc;
+    dc.dev = st->eng_.get();
+    dc.pool = st->tx_pool_;
+    for (size_t i = 0; i < st->addrs().gid_count() && dc.num_gids < std::size(dc.gids); i++)
+        dc.gids[dc.num_gids++] = *st->addrs().gid_at(i);
+    dc.max_mtu = st->max_mtu();
+    verbs_error verr;
+    st->ctx_ = open_device(dc, &verr);
+    if (!st->ctx_) {
+        err = std::string("cannot open the uroce device: ") + verbs_error_str(verr);
+        return nullptr;
+    }
+    st->eng_->attach(st->ctx_, st->nb_.get());
+    register_telemetry();
+    registry().insert({st->name_, st.get()});
+    return st;
+}
+
+stack::~stack() {
+    registry().erase(name_);
+    if (ctx_) close_device(ctx_);
+    if (capture_) capture_->flush();
+    eng_.reset();
+    nb_.reset();
+    capture_.reset();
+    port_.reset();
+    if (tx_pool_) rte_mempool_free(tx_pool_);
+}
+
+mtu stack::max_mtu() const {
+    switch (port_->max_ib_mtu()) {
+    case 4096:
+        return mtu::mtu_4096;
+    case 2048:
+        return mtu::mtu_2048;
+    case 1024:
+        return mtu::mtu_1024;
+    case 512:
+        return mtu::mtu_512;
+    default:
+        return mtu::mtu_256;
+    }
+}
+
+std::optional<mac_addr> stack::resolve(const gid &peer, std::chrono::milliseconds timeout) {
+    std::optional<mac_addr> mac;
+    /* A port whose link comes up with its peer (memif) drops what we send before. */
+    poll_until(*this, timeout,
+               [&] { return port_->link_up() && (mac = nb_->resolve(peer)).has_value(); });
+    return mac;
+}
+
+int stack::gid_index_for(const gid &peer) const {
+    /* Same family as the peer; a link-local peer (fe80::/10) talks to our
+     * link-local GID (index 0), any other IPv6 peer to a global address. */
+    const bool peer_link_local = peer.raw[0] == 0xfe && (peer.raw[1] & 0xc0) == 0x80;
+    for (size_t i = 0; i < addrs().gid_count(); i++) {
+        gid g = *addrs().gid_at(i);
+        if (g.is_ipv4_mapped() != peer.is_ipv4_mapped()) continue;
+        if (!g.is_ipv4_mapped() && (i == 0) != peer_link_local) continue;
+        return int(i);
+    }
+    return -1;
+}
+
+void stack::print_counters(FILE *f) const {
+    std::fprintf(f, "uroce counters (%s): %s\n", name_.c_str(), port_->describe().c_str());
+    const ethdev_counters &pc = port_->counters();
+    std::fprintf(f,
+                 "  port     rx %lu pkts %lu bytes, tx %lu pkts %lu bytes, tx ring full %lu, tx "
+                 "too long %lu\n",
+                 (unsigned long)pc.rx_pkts, (unsigned long)pc.rx_bytes, (unsigned long)pc.tx_pkts,
+                 (unsigned long)pc.tx_bytes, (unsigned long)pc.tx_full,
+                 (unsigned long)pc.tx_too_long);
+    rte_eth_stats es{};
+    if (rte_eth_stats_get(port_->port_id(), &es) == 0)
+        std::fprintf(f,
+                     "  pmd      ipackets %lu opackets %lu imissed %lu ierrors %lu oerrors %lu "
+                     "rx_nombuf %lu\n",
+                     (unsigned long)es.ipackets, (unsigned long)es.opackets,
+                     (unsigned long)es.imissed, (unsigned long)es.ierrors,
+                     (unsigned long)es.oerrors, (unsigned long)es.rx_nombuf);
+    const engine_counters &ec = eng_->counters();
+    std::fprintf(f, "  engine  ");
+    for (size_t c = 0; c < size_t(frame_class::count); c++)
+        std::fprintf(f, " rx_%s %lu", frame_class_name(frame_class(c)),
+                     (unsigned long)ec.rx_by_class[c]);
+    std::fprintf(f, "\n");
+    auto dump = [f](const char *what, const auto &c, const counter_desc *table, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+            uint64_t v = counter_value(c, table[i]);
+            if (!v) continue;
+            std::fprintf(f, "  %-8s %-22s %12lu  %s\n", what, table[i].name, (unsigned long)v,
+                         table[i].description);
+        }
+    };
+    dump("device", ctx_->counters(), dev_counter_table, std::size(dev_counter_table));
+    for (uint32_t qpn = device::first_qpn; qpn < device::first_qpn + 4096; qpn++) {
+        const qp *q = ctx_->lookup_qp(qpn);
+        if (!q) continue;
+        char label[16];
+        std::snprintf(label, sizeof(label), "qp 0x%x", qpn);
+        dump(label, q->cnt, qp_counter_table, std::size(qp_counter_table));
+    }
+}
+
+void maybe_print_counters(const stack &st) {
+    if (counters_requested.exchange(false)) st.print_counters(stderr);
+}
+
+} // namespace uroce::app

@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * What every uroce app sets up the same way: EAL, a DPDK port, the local
+ * addresses, neighbours, the engine, the transport device, --pcap, counters
+ * (printed on exit and on SIGUSR1, exposed through DPDK telemetry).
+ *
+ * Command line of every app:
+ *   APP [EAL options --] [stack options] [app options] [server]
+ * Without EAL options the apps run on this kind of machine as is:
+ *   --no-huge -m 512 --no-pci --no-shconf -l 0 --file-prefix uroce-<pid>
+ * Stack options:
+ *   --vdev SPEC      DPDK vdev to attach to (e.g. net_af_packet0,iface=veth0)
+ *   --port-id N      an existing DPDK port (a NIC probed by EAL)
+ *   --ip ADDR[/LEN]  a local IPv4/IPv6 address (repeatable; GID index 0 is the
+ *                    MAC's fe80:: address, 1.. the IPv4 addresses, as on rxe)
+ *   --mac MAC        the port's MAC (ports without one: net_ring, net_pcap)
+ *   --mtu N          link MTU to ask the PMD for
+ *   --pcap FILE      write every frame in and out to FILE
+ */
+#ifndef UROCE_APP_STACK_H
+#define UROCE_APP_STACK_H
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <future>
+#include <mutex>
+#include <thread>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "uroce_device.h"
+#include "uroce_engine.h"
+#include "uroce_ethdev.h"
+#include "uroce_neigh.h"
+#include "uroce_pcap_writer.h"
+#include "uroce_verbs.h"
+
+namespace uroce::app {
+
+/* Set by SIGINT/SIGTERM; loops check it and end cleanly. */
+extern std::atomic<bool> stop_requested;
+
+/* rte_eal_init with the arguments before "--", or with the defaults above
+ * when there is no "--". Shifts argc/argv to the app's own options (argv[0]
+ * kept). Returns false with err set. Also installs the signal handlers. */
+bool eal_init(int &argc, char **&argv, std::string &err, const char *memory_mb = "512");
+
+struct stack_options {
+    std::string vdev;
+    int port_id = -1;
+    std::vector<std::string> ips;
+    std::optional<rte_ether_addr> mac;
+    uint32_t mtu = 0;
+    std::string pcap;
+    std::string name = "uroce"; /* telemetry and pool names */
+};
+
+/* Consumes a stack option at argv[i] (and its value); returns 0 when argv[i]
+ * is not one, the number of arguments consumed, or -1 with err set. */
+int parse_stack_option(int argc, char **argv, int i, stack_options &o, std::string &err);
+const char *stack_options_help();
+
+class stack {
+  public:
+    static std::unique_ptr<stack> create(const stack_options &o, std::string &err);
+    ~stack();
+
+    /* One iteration of the run-to-completion loop. */
+    unsigned poll() {
+        rte_mbuf *pkts[engine::burst];
+        uint16_t n = port_->rx_burst(0, pkts, engine::burst);
+        eng_->rx_burst(pkts, n);
+        return n + eng_->poll();
+    }
+    /* Poll until the port's link is up (memif: until its peer connects). */
+    bool wait_link_up(std::chrono::milliseconds timeout);
+    /* The peer's MAC, resolving it over the link (ARP / ND) while polling. */
+    std::optional<mac_addr> resolve(const gid &peer, std::chrono::milliseconds timeout);
+    /* GID table index of our address in the peer's family (IPv4 or IPv6). */
+    int gid_index_for(const gid &peer) const;
+
+    context *ctx() const { return ctx_; }
+    ethdev_port &port() const { return *port_; }
+    engine &eng() const { return *eng_; }
+    neigh &neighbours() const { return *nb_; }
+    const local_addr_table &addrs() const { return nb_->addrs(); }
+    const std::string &name() const { return name_; }
+    /* The largest IB MTU the port carries (4096 on jumbo links). */
+    mtu max_mtu() const;
+
+    /* Every counter that is not zero: port, engine, device, each QP, neighbours. */
+    void print_counters(FILE *f) const;
+
+  private:
+    stack() = default;
+    std::string name_;
+    std::unique_ptr<ethdev_port> port_;
+    rte_mempool *tx_pool_ = nullptr;
+    std::unique_ptr<neigh> nb_;
+    std::unique_ptr<pcap_writer> capture_;
+    std::unique_ptr<engine> eng_;
+    context *ctx_ = nullptr;
+};
+
+/* Poll st until pred() is true or timeout; false on timeout or stop request. */
+template <class Pred> bool poll_until(stack &st, std::chrono::milliseconds timeout, Pred pred) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!pred()) {
+        if (stop_requested.load(std::memory_order_relaxed)) return false;
+        if (st.poll() == 0 && std::chrono::steady_clock::now() > deadline) return false;
+    }
+    return true;
+}
+
+inline bool stack::wait_link_up(std::chrono::milliseconds timeout) {
+    return poll_until(*this, timeout, [&] { return port_->link_up(); });
+}
+
+/* Blocking control work (the TCP exchanges, which may wait seconds) runs on
+ * a control thread while the stack's thread keeps polling, so ARP, ND and
+ * ping are answered meanwhile, as the kernel would. Anything the control
+ * thread needs done on the stack (modify a QP, resolve a MAC) it hands back
+ * with call_on_stack(), which the polling loop runs: the stack stays
+ * single-threaded. */
+class control_runner {
+  public:
+    explicit control_runner(stack &st) : st_(st) {}
+
+    template <class R> R run(std::function<R()> fn) {
+        std::packaged_task<R()> task(std::move(fn));
+        std::future<R> done = task.get_future();
+        std::thread worker(std::move(task));
+        while (done.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+            st_.poll();
+            serve();
+        }
+        worker.join();
+        return done.get();
+    }
+
+    /* From the control thread: run fn on the stack's thread and wait for it. */
+    template <class R> R call_on_stack(std::function<R()> fn) {
+        std::packaged_task<R()> task(std::move(fn));
+        std::future<R> done = task.get_future();
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            pending_ = [&task] { task(); };
+        }
+        return done.get();
+    }
+
+  private:
+    void serve() {
+        std::function<void()> job;
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            job.swap(pending_);
+        }
+        if (job) job();
+    }
+    stack &st_;
+    std::mutex mu_;
+    std::function<void()> pending_;
+};
+
+/* SIGUSR1 asks for a counter dump; apps call this from their loops. */
+void maybe_print_counters(const stack &st);
+
+} // namespace uroce::app
+
+#endif

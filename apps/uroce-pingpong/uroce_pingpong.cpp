@@ -1,0 +1,553 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * uroce-pingpong: rdma-core's ibv_rc_pingpong / ibv_ud_pingpong on uroce.
+ *
+ * Same options, same TCP exchange (port 18515, the 52-byte
+ * LID:QPN:PSN:GID message, the server's RTR/RTS before its reply, "done"),
+ * same QP attributes and the same output, so either side can be the stock
+ * tool running on Linux rxe or a hardware RoCE NIC (rc_pingpong.c,
+ * ud_pingpong.c, pingpong.c in rdma-core's libibverbs/examples).
+ *
+ *   uroce-pingpong [EAL options --] --vdev SPEC --ip ADDR [options] [server]
+ */
+#include <getopt.h>
+
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include <rte_eal.h>
+
+#include "pingpong_oob.h"
+#include "uroce_app_stack.h"
+
+namespace uroce::app {
+namespace {
+
+constexpr uint64_t recv_wrid = 1, send_wrid = 2; /* PINGPONG_RECV_WRID / PINGPONG_SEND_WRID */
+constexpr uint32_t ud_qkey = 0x11111111;         /* ud_pingpong.c */
+constexpr uint32_t grh_len = 40;                 /* UD receive buffers start with the GRH */
+
+struct options {
+    stack_options stack;
+    std::string server;
+    uint16_t tcp_port = oob::default_port;
+    uint32_t size = 4096;
+    mtu path_mtu = mtu::mtu_1024; /* rc_pingpong's default, whatever the port can do */
+    bool mtu_given = false;
+    uint32_t rx_depth = 500;
+    uint32_t iters = 1000;
+    uint8_t sl = 0;
+    int gidx = -1;
+    bool validate = false;
+    bool ud = false;
+    uint32_t timeout_s = 10;
+};
+
+void usage(const char *argv0) {
+    std::printf(
+        "Usage:\n"
+        "  %s [EAL options --] [options]            start a server and wait for connection\n"
+        "  %s [EAL options --] [options] <host>     connect to server at <host>\n\n"
+        "Options:\n"
+        "%s"
+        "  -p, --port=<port>      listen on/connect to port <port> (default 18515)\n"
+        "  -d, --ib-dev=<dev>     accepted for compatibility; the port is --vdev/--port-id\n"
+        "  -i, --ib-port=<port>   use port <port> of the device (only 1)\n"
+        "  -s, --size=<size>      size of message to exchange (default 4096, UD 2048)\n"
+        "  -m, --mtu=<size>       path MTU (default 1024; UD: the port's)\n"
+        "  -r, --rx-depth=<dep>   number of receives to post at a time (default 500)\n"
+        "  -n, --iters=<iters>    number of exchanges (default 1000)\n"
+        "  -l, --sl=<sl>          service level value\n"
+        "  -e, --events           accepted; uroce polls\n"
+        "  -g, --gid-idx=<idx>    local port gid index (1 is the first IPv4 address, as on rxe)\n"
+        "  -c, --chk              validate received buffer\n"
+        "      --ud               UD mode, as ibv_ud_pingpong\n"
+        "      --timeout=<sec>    give up when the peer is silent this long (default 10)\n",
+        argv0, argv0, stack_options_help());
+}
+
+bool parse_mtu(long v, mtu &out) {
+    switch (v) {
+    case 256:
+        out = mtu::mtu_256;
+        return true;
+    case 512:
+        out = mtu::mtu_512;
+        return true;
+    case 1024:
+        out = mtu::mtu_1024;
+        return true;
+    case 2048:
+        out = mtu::mtu_2048;
+        return true;
+    case 4096:
+        out = mtu::mtu_4096;
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Returns 0 to go on, or the exit code. */
+int parse_args(int argc, char **argv, options &o) {
+    std::vector<char *> rest{argv[0]};
+    std::string err;
+    for (int i = 1; i < argc;) {
+        int used = parse_stack_option(argc, argv, i, o.stack, err);
+        if (used < 0) {
+            std::fprintf(stderr, "%s: %s\n", argv[0], err.c_str());
+            return 2;
+        }
+        if (used == 0) rest.push_back(argv[i++]);
+        i += used;
+    }
+    static const option long_options[] = {
+        {"port", required_argument, nullptr, 'p'},
+        {"ib-dev", required_argument, nullptr, 'd'},
+        {"ib-port", required_argument, nullptr, 'i'},
+        {"size", required_argument, nullptr, 's'},
+        {"mtu", required_argument, nullptr, 'm'},
+        {"rx-depth", required_argument, nullptr, 'r'},
+        {"iters", required_argument, nullptr, 'n'},
+        {"sl", required_argument, nullptr, 'l'},
+        {"events", no_argument, nullptr, 'e'},
+        {"gid-idx", required_argument, nullptr, 'g'},
+        {"chk", no_argument, nullptr, 'c'},
+        {"ud", no_argument, nullptr, 'U'},
+        {"timeout", required_argument, nullptr, 'T'},
+        {"help", no_argument, nullptr, 'h'},
+        {"odp", no_argument, nullptr, 'o'},
+        {"ts", no_argument, nullptr, 't'},
+        {"dm", no_argument, nullptr, 'j'},
+        {nullptr, 0, nullptr, 0},
+    };
+    int rargc = int(rest.size());
+    rest.push_back(nullptr);
+    optind = 1;
+    bool size_given = false;
+    auto number = [&](const char *what, long lo, long hi, long &out) {
+        char *end;
+        out = std::strtol(optarg, &end, 0);
+        if (*end || out < lo || out > hi) {
+            std::fprintf(stderr, "%s: %s: '%s' is not in %ld..%ld\n", argv[0], what, optarg, lo,
+                         hi);
+            return false;
+        }
+        return true;
+    };
+    long v;
+    for (int c; (c = getopt_long(rargc, rest.data(), "p:d:i:s:m:r:n:l:eg:cotjh", long_options,
+                                 nullptr)) != -1;) {
+        switch (c) {
+        case 'p':
+            if (!number("port", 1, 65535, v)) return 2;
+            o.tcp_port = uint16_t(v);
+            break;
+        case 'd':
+            break;
+        case 'i':
+            if (!number("ib-port", 1, 1, v)) return 2;
+            break;
+        case 's':
+            if (!number("size", 1, 1 << 30, v)) return 2;
+            o.size = uint32_t(v);
+            size_given = true;
+            break;
+        case 'm':
+            if (!number("mtu", 256, 4096, v)) return 2;
+            if (!parse_mtu(v, o.path_mtu)) {
+                std::fprintf(stderr, "%s: mtu: %ld is not 256, 512, 1024, 2048 or 4096\n", argv[0],
+                             v);
+                return 2;
+            }
+            o.mtu_given = true;
+            break;
+        case 'r':
+            if (!number("rx-depth", 1, 65536, v)) return 2;
+            o.rx_depth = uint32_t(v);
+            break;
+        case 'n':
+            if (!number("iters", 1, 1 << 30, v)) return 2;
+            o.iters = uint32_t(v);
+            break;
+        case 'l':
+            if (!number("sl", 0, 15, v)) return 2;
+            o.sl = uint8_t(v);
+            break;
+        case 'e':
+            break;
+        case 'g':
+            if (!number("gid-idx", 0, 255, v)) return 2;
+            o.gidx = int(v);
+            break;
+        case 'c':
+            o.validate = true;
+            break;
+        case 'U':
+            o.ud = true;
+            break;
+        case 'T':
+            if (!number("timeout", 1, 86400, v)) return 2;
+            o.timeout_s = uint32_t(v);
+            break;
+        case 'o':
+        case 't':
+        case 'j':
+            std::fprintf(stderr,
+                         "%s: -%c (ODP, timestamps, device memory) is not supported by uroce\n",
+                         argv[0], c);
+            return 2;
+        case 'h':
+            usage(argv[0]);
+            return 1;
+        default:
+            usage(argv[0]);
+            return 2;
+        }
+    }
+    if (optind == rargc - 1)
+        o.server = rest[size_t(optind)];
+    else if (optind < rargc) {
+        usage(argv[0]);
+        return 2;
+    }
+    if (o.ud && !size_given) o.size = 2048; /* ud_pingpong.c's default */
+    return 0;
+}
+
+class pingpong {
+  public:
+    pingpong(stack &st, const options &o) : st_(st), o_(o) {}
+
+    int run() {
+        if (int rc = setup()) return rc;
+        oob::pingpong::dest local;
+        local.qpn = qp_num(qp_);
+        local.psn = uint32_t(lrand48() & 0xffffff);
+        if (o_.gidx >= 0) local.gid = gid_.raw;
+        std::printf("  local address:  LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n", 0, local.qpn,
+                    local.psn, gid_.to_string().c_str());
+
+        const auto timeout = std::chrono::seconds(o_.timeout_s);
+        /* The TCP exchange blocks: it runs on a control thread while this
+         * thread polls the stack (the peer resolves our MAC meanwhile). */
+        control_runner ctl(st_);
+        auto connect_on_stack = [&](const oob::pingpong::dest &rem) {
+            return ctl.call_on_stack<std::string>([&] { return connect(local, rem); });
+        };
+        oob::pingpong::dest remote;
+        std::string err;
+        if (o_.server.empty()) {
+            auto listener = oob::tcp_listener::listen("", o_.tcp_port);
+            if (!listener) return fail(listener.message());
+            err = ctl.run<std::string>([&]() -> std::string {
+                /* Wait for a client as long as it takes, in slices, so that SIGINT/SIGTERM end the
+                 * wait. */
+                oob::result<oob::tcp_socket> sock = oob::make_error(oob::errc::timeout, "");
+                while (!(sock = listener->accept(std::chrono::milliseconds(100)))) {
+                    if (sock.code() != oob::errc::timeout) return sock.message();
+                    if (stop_requested.load()) return "interrupted while waiting for a client";
+                }
+                /* The server moves its QP to RTR/RTS before it replies (pp_connect_ctx in
+                 * rc_pingpong.c). */
+                auto r = oob::pingpong::server_exchange(
+                    *sock, local,
+                    [&](const oob::pingpong::dest &rem) -> oob::result<void> {
+                        std::string e = connect_on_stack(rem);
+                        if (!e.empty()) return oob::make_error(oob::errc::callback, e);
+                        return {};
+                    },
+                    timeout);
+                if (!r) return r.message();
+                remote = *r;
+                return {};
+            });
+        } else {
+            if (!st_.wait_link_up(timeout))
+                return fail("the port's link did not come up within " +
+                            std::to_string(o_.timeout_s) + " s");
+            err = ctl.run<std::string>([&]() -> std::string {
+                auto r = oob::pingpong::client_exchange(o_.server, o_.tcp_port, local, timeout);
+                if (!r) return r.message();
+                remote = *r;
+                return connect_on_stack(remote);
+            });
+        }
+        if (!err.empty()) return fail(err);
+        std::printf("  remote address: LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n", remote.lid,
+                    remote.qpn, remote.psn, gid{remote.gid}.to_string().c_str());
+        return exchange(remote);
+    }
+
+  private:
+    int fail(const std::string &msg) {
+        std::fprintf(stderr, "uroce-pingpong: %s\n", msg.c_str());
+        return 1;
+    }
+
+    int setup() {
+        if (o_.gidx < 0) {
+            /* Without -g the stock tool sends no GID and cannot do RoCE; we
+             * pick our first IPv4 address's GID (index 1), like rxe's -g 1. */
+            gid_ = st_.addrs().gid_count() > 1 ? *st_.addrs().gid_at(1) : *st_.addrs().gid_at(0);
+        } else {
+            auto g = st_.addrs().gid_at(size_t(o_.gidx));
+            if (!g) return fail("no GID at index " + std::to_string(o_.gidx) + " (give --ip)");
+            gid_ = *g;
+        }
+        if (o_.ud && mtu_to_bytes(st_.max_mtu()) < o_.size)
+            return fail("requested size " + std::to_string(o_.size) +
+                        " is larger than the port MTU " +
+                        std::to_string(mtu_to_bytes(st_.max_mtu())));
+        if (o_.mtu_given && o_.path_mtu > st_.max_mtu())
+            return fail("-m " + std::to_string(mtu_to_bytes(o_.path_mtu)) +
+                        " is above what the port carries (" +
+                        std::to_string(mtu_to_bytes(st_.max_mtu())) + ")");
+        buf_.assign(o_.size + (o_.ud ? grh_len : 0), 0x7b);
+        verbs_error err;
+        pd_ = alloc_pd(st_.ctx(), &err);
+        if (!pd_) return fail(std::string("alloc_pd: ") + verbs_error_str(err));
+        mr_ = reg_mr(pd_, buf_.data(), buf_.size(), access_local_write, &err);
+        if (!mr_) return fail(std::string("reg_mr: ") + verbs_error_str(err));
+        cq_ = create_cq(st_.ctx(), int(o_.rx_depth + 1), nullptr, &err);
+        if (!cq_) return fail(std::string("create_cq: ") + verbs_error_str(err));
+        qp_init_attr ia;
+        ia.send_cq = cq_;
+        ia.recv_cq = cq_;
+        ia.cap.max_send_wr = 1;
+        ia.cap.max_recv_wr = o_.rx_depth;
+        ia.qp_type = o_.ud ? qp_type::ud : qp_type::rc;
+        qp_ = create_qp(pd_, ia, &err);
+        if (!qp_) return fail(std::string("create_qp: ") + verbs_error_str(err));
+        qp_attr at;
+        at.qp_state = qp_state::init;
+        at.pkey_index = 0;
+        at.port_num = 1;
+        unsigned mask = qp_attr_state | qp_attr_pkey_index | qp_attr_port;
+        if (o_.ud) {
+            at.qkey = ud_qkey;
+            mask |= qp_attr_qkey;
+        } else {
+            at.qp_access_flags = 0;
+            mask |= qp_attr_access_flags;
+        }
+        if (verbs_error e = modify_qp(qp_, at, mask); e != verbs_error::ok)
+            return fail(std::string("modify QP to INIT: ") + verbs_error_str(e));
+        if (o_.validate && !o_.server.empty())
+            for (uint32_t i = 0; i < o_.size; i++)
+                buf_[payload_offset() + i] = uint8_t(i);
+        routs_ = post_recvs(o_.rx_depth);
+        if (routs_ < o_.rx_depth)
+            return fail("could only post " + std::to_string(routs_) + " receives");
+        return 0;
+    }
+
+    size_t payload_offset() const { return o_.ud ? grh_len : 0; }
+
+    uint32_t post_recvs(uint32_t n) {
+        sge s{uint64_t(uintptr_t(buf_.data())), uint32_t(buf_.size()), mr_lkey(mr_)};
+        recv_wr wr;
+        wr.wr_id = recv_wrid;
+        wr.sg_list = &s;
+        wr.num_sge = 1;
+        uint32_t i = 0;
+        for (recv_wr *bad; i < n; i++)
+            if (post_recv(qp_, &wr, &bad) != verbs_error::ok) break;
+        return i;
+    }
+
+    /* pp_connect_ctx: resolve the peer's MAC, then RTR and RTS with rc_pingpong's attributes. */
+    std::string connect(const oob::pingpong::dest &local, const oob::pingpong::dest &remote) {
+        gid rgid{remote.gid};
+        if (rgid.is_zero())
+            return "the peer sent no GID: RoCE needs one (run the stock tool with -g, e.g. -g 1 on "
+                   "rxe)";
+        if (rgid.is_ipv4_mapped() != gid_.is_ipv4_mapped())
+            return "the peer's GID " + rgid.to_string() + " is not in the family of ours (" +
+                   gid_.to_string() + ")";
+        auto mac = st_.resolve(rgid, std::chrono::seconds(o_.timeout_s));
+        if (!mac)
+            return "no ARP/ND answer from " + rgid.to_string() + " within " +
+                   std::to_string(o_.timeout_s) + " s";
+        ah_attr ah;
+        ah.grh.dgid = rgid;
+        ah.grh.sgid_index = uint8_t(st_.addrs().gid_index(gid_));
+        /* rc_pingpong sets hop_limit 1 (so IPv4 TTL 1): the peer is on-link. */
+        ah.grh.hop_limit = 1;
+        ah.sl = o_.sl;
+        mac->copy_to(ah.dmac);
+        qp_attr at;
+        at.qp_state = qp_state::rtr;
+        unsigned mask = qp_attr_state;
+        if (o_.ud) {
+            verbs_error err;
+            ah_ = create_ah(pd_, ah, &err);
+            if (!ah_) return std::string("create_ah: ") + verbs_error_str(err);
+        } else {
+            at.path_mtu = o_.path_mtu;
+            at.dest_qp_num = remote.qpn;
+            at.rq_psn = remote.psn;
+            at.max_dest_rd_atomic = 1;
+            at.min_rnr_timer = 12;
+            at.ah_attr = ah;
+            mask |= qp_attr_av | qp_attr_path_mtu | qp_attr_dest_qpn | qp_attr_rq_psn |
+                    qp_attr_max_dest_rd_atomic | qp_attr_min_rnr_timer;
+        }
+        if (verbs_error e = modify_qp(qp_, at, mask); e != verbs_error::ok)
+            return std::string("modify QP to RTR: ") + verbs_error_str(e);
+        at = qp_attr{};
+        at.qp_state = qp_state::rts;
+        at.sq_psn = local.psn;
+        mask = qp_attr_state | qp_attr_sq_psn;
+        if (!o_.ud) {
+            at.timeout = 14;
+            at.retry_cnt = 7;
+            at.rnr_retry = 7;
+            at.max_rd_atomic = 1;
+            mask |=
+                qp_attr_timeout | qp_attr_retry_cnt | qp_attr_rnr_retry | qp_attr_max_qp_rd_atomic;
+        }
+        if (verbs_error e = modify_qp(qp_, at, mask); e != verbs_error::ok)
+            return std::string("modify QP to RTS: ") + verbs_error_str(e);
+        remote_qpn_ = remote.qpn;
+        return {};
+    }
+
+    bool send() {
+        sge s{uint64_t(uintptr_t(buf_.data() + payload_offset())), o_.size, mr_lkey(mr_)};
+        send_wr wr;
+        wr.wr_id = send_wrid;
+        wr.sg_list = &s;
+        wr.num_sge = 1;
+        wr.opcode = wr_opcode::send;
+        wr.send_flags = send_signaled;
+        if (o_.ud) {
+            wr.wr.ud.ah = ah_;
+            wr.wr.ud.remote_qpn = remote_qpn_;
+            wr.wr.ud.remote_qkey = ud_qkey;
+        }
+        send_wr *bad;
+        return post_send(qp_, &wr, &bad) == verbs_error::ok;
+    }
+
+    int exchange(const oob::pingpong::dest &) {
+        uint64_t pending = recv_wrid;
+        if (!o_.server.empty()) {
+            if (!send()) return fail("couldn't post send");
+            pending |= send_wrid;
+        }
+        uint32_t rcnt = 0, scnt = 0;
+        const auto start = std::chrono::steady_clock::now();
+        auto last_progress = start;
+        const auto silence = std::chrono::seconds(o_.timeout_s);
+        wc wcs[2];
+        while (rcnt < o_.iters || scnt < o_.iters) {
+            if (stop_requested.load(std::memory_order_relaxed)) return fail("interrupted");
+            maybe_print_counters(st_);
+            st_.poll();
+            int ne = poll_cq(cq_, 2, wcs);
+            if (ne == 0) {
+                if (std::chrono::steady_clock::now() - last_progress > silence)
+                    return fail("no completion for " + std::to_string(o_.timeout_s) + " s (sent " +
+                                std::to_string(scnt) + ", received " + std::to_string(rcnt) +
+                                " of " + std::to_string(o_.iters) + "): is the peer still there?");
+                continue;
+            }
+            last_progress = std::chrono::steady_clock::now();
+            for (int i = 0; i < ne; i++) {
+                const wc &w = wcs[i];
+                if (w.status != wc_status::success) {
+                    std::fprintf(stderr, "Failed status %s (%d) for wr_id %d\n",
+                                 wc_status_str(w.status), int(w.status), int(w.wr_id));
+                    return 1;
+                }
+                if (w.wr_id == send_wrid) {
+                    ++scnt;
+                } else if (w.wr_id == recv_wrid) {
+                    if (--routs_ <= 1) {
+                        routs_ += post_recvs(o_.rx_depth - routs_);
+                        if (routs_ < o_.rx_depth)
+                            return fail("couldn't post receive (" + std::to_string(routs_) + ")");
+                    }
+                    ++rcnt;
+                    if (o_.validate && o_.server.empty() && !check_buffer(rcnt)) return 1;
+                } else {
+                    return fail("completion for unknown wr_id " + std::to_string(w.wr_id));
+                }
+                pending &= ~w.wr_id;
+                if (scnt < o_.iters && !pending) {
+                    if (!send()) return fail("couldn't post send");
+                    pending = recv_wrid | send_wrid;
+                }
+            }
+        }
+        const double usec = double(std::chrono::duration_cast<std::chrono::microseconds>(
+                                       std::chrono::steady_clock::now() - start)
+                                       .count());
+        const long long bytes = (long long)o_.size * o_.iters * 2;
+        std::printf("%lld bytes in %.2f seconds = %.2f Mbit/sec\n", bytes, usec / 1000000.,
+                    bytes * 8. / usec);
+        std::printf("%d iters in %.2f seconds = %.2f usec/iter\n", int(o_.iters), usec / 1000000.,
+                    usec / o_.iters);
+        return 0;
+    }
+
+    /* -c: the client sends buf[i] = i (rc_pingpong's validate_buf). */
+    bool check_buffer(uint32_t iter) {
+        for (uint32_t i = 0; i < o_.size; i++)
+            if (buf_[payload_offset() + i] != uint8_t(i)) {
+                std::fprintf(stderr,
+                             "uroce-pingpong: iteration %u: byte %u is 0x%02x, expected 0x%02x\n",
+                             iter, i, buf_[payload_offset() + i], uint8_t(i));
+                return false;
+            }
+        return true;
+    }
+
+    stack &st_;
+    const options &o_;
+    gid gid_;
+    std::vector<uint8_t> buf_;
+    pd *pd_ = nullptr;
+    mr *mr_ = nullptr;
+    cq *cq_ = nullptr;
+    qp *qp_ = nullptr;
+    ah *ah_ = nullptr;
+    uint32_t routs_ = 0;
+    uint32_t remote_qpn_ = 0;
+};
+
+} // namespace
+} // namespace uroce::app
+
+int main(int argc, char **argv) {
+    using namespace uroce::app;
+    std::string err;
+    if (!eal_init(argc, argv, err)) {
+        std::fprintf(stderr, "uroce-pingpong: %s\n", err.c_str());
+        return 1;
+    }
+    options o;
+    if (int rc = parse_args(argc, argv, o)) return rc == 1 ? 0 : rc;
+    if (o.stack.ips.empty()) {
+        std::fprintf(stderr, "uroce-pingpong: no local address: give --ip ADDR[/LEN]\n");
+        return 2;
+    }
+    srand48(long(getpid()) * long(time(nullptr)));
+    auto st = stack::create(o.stack, err);
+    if (!st) {
+        std::fprintf(stderr, "uroce-pingpong: %s\n", err.c_str());
+        return 1;
+    }
+    int rc = pingpong(*st, o).run();
+    st->print_counters(stderr);
+    st.reset();
+    rte_eal_cleanup();
+    return rc;
+}
