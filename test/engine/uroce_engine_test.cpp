@@ -385,3 +385,61 @@ TEST_F(engine_pair, unknown_traffic_is_counted_and_freed) {
 
 } // namespace
 } // namespace uroce
+
+namespace uroce {
+namespace {
+
+/* ibv_rc_pingpong's pattern at 64 KiB: each side keeps receives posted and
+ * answers every message with one of its own (16 packets each way at MTU 4096). */
+TEST_F(engine_pair, send_pingpong_64k) {
+    auto mac_b = resolve(a, ip_b);
+    auto mac_a = resolve(b, ip_a);
+    ASSERT_TRUE(mac_a && mac_b);
+    connect(a, b, *mac_b, 0xabc, 0xdef);
+    connect(b, a, *mac_a, 0xdef, 0xabc);
+    const uint32_t size = 65536;
+    auto post_recvs = [&](stack &s, int n) {
+        sge rs{uint64_t(uintptr_t(s.buf.data() + size)), size, mr_lkey(s.m)};
+        recv_wr rw;
+        rw.wr_id = 100;
+        rw.sg_list = &rs;
+        rw.num_sge = 1;
+        recv_wr *bad;
+        for (int i = 0; i < n; i++) ASSERT_EQ(post_recv(s.q, &rw, &bad), verbs_error::ok);
+    };
+    auto send = [&](stack &s) {
+        sge ss{uint64_t(uintptr_t(s.buf.data())), size, mr_lkey(s.m)};
+        send_wr sw;
+        sw.wr_id = 1;
+        sw.sg_list = &ss;
+        sw.num_sge = 1;
+        sw.opcode = wr_opcode::send;
+        sw.send_flags = send_signaled;
+        send_wr *bad;
+        ASSERT_EQ(post_send(s.q, &sw, &bad), verbs_error::ok);
+    };
+    post_recvs(a, 60);
+    post_recvs(b, 60);
+    for (int iter = 0; iter < 200; iter++) {
+        send(a);
+        int got = 0;
+        while (got < 2) { /* A's send completion and B's receive */
+            wc w;
+            pump();
+            while (poll_cq(a.cq, 1, &w) == 1) {
+                ASSERT_EQ(w.status, wc_status::success) << "iteration " << iter << ": " << wc_status_str(w.status);
+                got++;
+            }
+            while (poll_cq(b.cq, 1, &w) == 1) {
+                ASSERT_EQ(w.status, wc_status::success) << "iteration " << iter << ": " << wc_status_str(w.status);
+                got++;
+                post_recvs(b, 1);
+            }
+        }
+    }
+    EXPECT_EQ(a.ctx->qp_totals().retransmits, 0u);
+    EXPECT_EQ(b.ctx->qp_totals().dup_requests, 0u);
+}
+
+} // namespace
+} // namespace uroce

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# uroce-pingpong end to end between two processes:
+#   memif   two processes joined by net_memif (shared memory)
+#   veth    two network namespaces joined by a veth pair, net_af_packet on
+#           each end; the TCP exchange runs over kernel addresses on the
+#           same veth (10.99.0.0/24), RoCE over uroce's (10.99.1.0/24)
+# Each case checks the exit codes and the data (-c), and that the run
+# really moved the traffic (the pingpong's own iteration report).
+# Usage: pingpong_e2e_test.sh UROCE_PINGPONG [memif|veth|all]
+set -u
+bin=${1:?usage: $0 UROCE_PINGPONG [memif|veth|all]}
+which=${2:-all}
+tmp=$(mktemp -d /tmp/uroce-pp.XXXXXX)
+ns1=upp1-$$ ns2=upp2-$$
+pass=0 fail=0 skip=0
+cleanup() {
+  pkill -9 -f "$tmp" 2>/dev/null
+  ip netns del "$ns1" 2>/dev/null
+  ip netns del "$ns2" 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# Each process on its own core: two busy pollers on one core take turns by
+# scheduler quanta (measured: 11.6 ms/iteration instead of 70 us).
+eal0="--no-huge -m 512 --no-pci --no-shconf -l 0 --log-level=*:warning --"
+eal1="--no-huge -m 512 --no-pci --no-shconf -l 1 --log-level=*:warning --"
+
+check() { # name server-log client-log server-rc client-rc
+  local name=$1 slog=$2 clog=$3 src=$4 crc=$5
+  if [ "$src" -eq 0 ] && [ "$crc" -eq 0 ] && grep -q "iters in" "$slog" && grep -q "iters in" "$clog"; then
+    echo "PASS $name: $(grep 'iters in' "$clog")"
+    pass=$((pass + 1))
+  else
+    echo "FAIL $name (server rc $src, client rc $crc)"
+    sed 's/^/  server: /' "$slog" | grep -v "^  server: EAL" | head -20
+    sed 's/^/  client: /' "$clog" | grep -v "^  client: EAL" | head -20
+    fail=$((fail + 1))
+  fi
+}
+
+run_memif() { # name, extra args...
+  local name=$1
+  shift
+  local sock=$tmp/$name.sock
+  timeout 60 "$bin" $eal0 --vdev "net_memif0,role=server,id=0,socket=$sock,socket-abstract=no" \
+    --ip 10.77.0.1/24 --mac 02:00:00:00:00:01 -g 1 -p 18600 --timeout 10 "$@" >"$tmp/$name.srv" 2>&1 &
+  local spid=$!
+  for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
+  timeout 60 "$bin" $eal1 --vdev "net_memif0,role=client,id=0,socket=$sock,socket-abstract=no" \
+    --ip 10.77.0.2/24 --mac 02:00:00:00:00:02 -g 1 -p 18600 --timeout 10 "$@" 127.0.0.1 >"$tmp/$name.cli" 2>&1
+  local crc=$?
+  wait $spid
+  check "memif $name" "$tmp/$name.srv" "$tmp/$name.cli" $? $crc
+}
+
+run_veth() { # name, extra args...
+  local name=$1
+  shift
+  ip netns exec "$ns1" timeout 60 "$bin" $eal0 --vdev net_af_packet0,iface=uv1 --ip 10.99.1.1/24 -g 1 \
+    -p 18601 --timeout 10 "$@" >"$tmp/$name.srv" 2>&1 &
+  local spid=$!
+  for _ in $(seq 50); do ip netns exec "$ns1" ss -ltn 2>/dev/null | grep -q ":18601 " && break; sleep 0.1; done
+  ip netns exec "$ns2" timeout 60 "$bin" $eal1 --vdev net_af_packet0,iface=uv2 --ip 10.99.1.2/24 -g 1 \
+    -p 18601 --timeout 10 "$@" 10.99.0.1 >"$tmp/$name.cli" 2>&1
+  local crc=$?
+  wait $spid
+  check "veth $name" "$tmp/$name.srv" "$tmp/$name.cli" $? $crc
+}
+
+if [ "$which" = all ] || [ "$which" = memif ]; then
+  run_memif rc-default -c
+  run_memif rc-1B -s 1 -c
+  run_memif rc-64K-mtu4096 -s 65536 -m 4096 -n 200 -c
+  run_memif ud -c --ud
+fi
+
+if [ "$which" = all ] || [ "$which" = veth ]; then
+  if [ "$(id -u)" -ne 0 ] || ! ip netns add "$ns1" 2>/dev/null; then
+    echo "SKIP veth: needs root and network namespaces"
+    skip=$((skip + 1))
+  else
+    ip netns add "$ns2"
+    ip link add uv1 netns "$ns1" type veth peer name uv2 netns "$ns2"
+    for n in 1 2; do
+      ns=$ns1
+      [ $n = 2 ] && ns=$ns2
+      ip -n "$ns" link set lo up
+      ip -n "$ns" link set "uv$n" mtu 9000 up
+      ip -n "$ns" addr add "10.99.0.$n/24" dev "uv$n"
+      ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
+    done
+    run_veth rc-default -c
+    run_veth rc-64K-mtu4096 -s 65536 -m 4096 -n 100 -c
+    run_veth ud --ud -c
+  fi
+fi
+
+echo "$pass passed, $fail failed, $skip skipped"
+[ "$fail" -eq 0 ]
