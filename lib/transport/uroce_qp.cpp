@@ -140,7 +140,6 @@ bool qp_modify_is_ok(qp_state cur, qp_state next, qp_type type, unsigned mask) {
 }
 
 verbs_error qp_init(qp *q, const qp_init_attr &a) {
-    device *d = q->dev;
     if (a.qp_type != qp_type::rc && a.qp_type != qp_type::uc && a.qp_type != qp_type::ud)
         return verbs_error::inval;
     if (!a.send_cq || !a.recv_cq) return verbs_error::inval;
@@ -184,7 +183,6 @@ verbs_error qp_init(qp *q, const qp_init_attr &a) {
     q->attr.qp_state = qp_state::reset;
     q->state = qp_state::reset;
     q->mtu = 256;
-    (void)d;
     return verbs_error::ok;
 }
 

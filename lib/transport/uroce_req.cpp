@@ -175,13 +175,6 @@ void req_start_retry(qp *q) {
     q->dev->schedule(q);
 }
 
-static void fill_bth(const qp *q, bth_fields &b, uint8_t opcode, uint32_t psn, uint32_t dqpn) {
-    b.opcode = opcode;
-    b.psn = psn;
-    b.dest_qp = dqpn;
-    (void)q;
-}
-
 static uint8_t pick_opcode(qp_type t, wr_opcode op, bool first, bool last) {
     uint8_t base = t == qp_type::uc ? 0x20 : 0x00;
     using O = ib_opcode;
@@ -273,7 +266,6 @@ static bool send_one(qp *q, send_wqe &w) {
             q->req.pkts_since_ack_req = 0;
         }
     }
-    (void)fill_bth;
     rte_mbuf *m = pkt_build(d->pool(), *hdr, b, x, &src, payload, d->next_ip_id());
     if (!m) {
         ++d->cnt().tx_alloc_fail;
