@@ -56,6 +56,11 @@ bool carries_jumbo_unasked(const std::string &driver) {
 
 std::string ethdev_fixup_vdev_args(const std::string &vdev) {
     std::string name = vdev.substr(0, vdev.find(','));
+    /* memif in DPDK 22.11 delivers frames that span several of its 2048-byte
+     * buffers more than once under load (measured: 1079 frames sent, 902432
+     * received); one buffer per jumbo frame avoids the chained path. */
+    if (name.rfind("net_memif", 0) == 0 && devarg(vdev, "bsize").empty())
+        return vdev + ",bsize=10240";
     if (!is_af_packet(name) || !devarg(vdev, "framesz").empty()) return vdev;
     std::string out = vdev;
     for (const char *kv : {"framesz=10240", "blocksz=20480", "framecnt=512"}) {
@@ -124,7 +129,8 @@ bool ethdev_port::setup(const ethdev_config &cfg, std::string &err) {
      * bounded by its kernel interface's MTU and its ring frame size; the
      * others by max_rx_pktlen (tap: 1522). */
     uint32_t max_frame = info.max_rx_pktlen;
-    if (max_frame == 0 || max_frame > 65535 || carries_jumbo_unasked(driver_name_)) max_frame = default_jumbo_frame;
+    if (max_frame == 0 || max_frame > 65535 || carries_jumbo_unasked(driver_name_))
+        max_frame = default_jumbo_frame;
     if (is_af_packet(driver_name_) || is_af_packet(vdev_name_)) {
         std::string iface = devarg(cfg.vdev, "iface");
         uint32_t kmtu = iface.empty() ? 0 : kernel_iface_mtu(iface);

@@ -115,9 +115,10 @@ class ethdev_port final : public netdev {
     ethdev_counters cnt_{};
 };
 
-/* The af_packet trap: its default 2048-byte ring frames truncate RoCE
- * jumbo frames silently. Returns the vdev string with jumbo ring devargs
- * added when the caller gave none (framesz=10240,blocksz=20480,framecnt=512). */
+/* PMD traps measured here, fixed in the vdev arguments unless the caller
+ * set them: af_packet's default 2048-byte ring frames truncate jumbo frames
+ * silently (adds framesz=10240,blocksz=20480,framecnt=512); memif duplicates
+ * frames that span several of its 2048-byte buffers (adds bsize=10240). */
 std::string ethdev_fixup_vdev_args(const std::string &vdev);
 
 } // namespace uroce

@@ -50,6 +50,9 @@ TEST(ethdev, af_packet_gets_jumbo_ring_frames) {
     EXPECT_EQ(ethdev_fixup_vdev_args("net_af_packet0,iface=veth0,framesz=4096"),
               "net_af_packet0,iface=veth0,framesz=4096");
     EXPECT_EQ(ethdev_fixup_vdev_args("net_ring0"), "net_ring0");
+    EXPECT_EQ(ethdev_fixup_vdev_args("net_memif0,role=client"),
+              "net_memif0,role=client,bsize=10240");
+    EXPECT_EQ(ethdev_fixup_vdev_args("net_memif0,bsize=4096"), "net_memif0,bsize=4096");
 }
 
 TEST(ethdev, ring_loopback_carries_jumbo_frames) {
