@@ -173,19 +173,34 @@ void comp_rnr_timeout(void *arg) {
     comp_arm_retrans(q);
 }
 
-/* Write len bytes at byte offset off of the WQE's scatter list. */
-static void scatter(send_wqe &w, uint64_t off, const roce_packet &p, rte_mbuf *m, uint32_t len) {
-    uint32_t i = 0;
-    while (i < w.num_sge && off >= w.sg[i].length) off -= w.sg[i++].length;
-    uint32_t done = 0;
-    while (done < len && i < w.num_sge) {
-        uint64_t avail = w.sg[i].length - off;
-        uint32_t c = avail < len - done ? uint32_t(avail) : len - done;
-        pkt_copy_payload(p, m, done, reinterpret_cast<uint8_t *>(w.sg[i].addr) + off, c);
-        done += c;
-        off = 0;
-        ++i;
+/* Write len bytes at byte offset off of the WQE's scatter list; false (and
+ * nothing written) when a piece is no longer registered for local write. */
+static bool scatter(qp *q, send_wqe &w, uint64_t off, const roce_packet &p, rte_mbuf *m,
+                    uint32_t len) {
+    uint32_t i0 = 0;
+    uint64_t off0 = off;
+    while (i0 < w.num_sge && off0 >= w.sg[i0].length) off0 -= w.sg[i0++].length;
+    /* check first, then copy: a failure writes nothing */
+    for (int pass = 0; pass < 2; ++pass) {
+        uint32_t i = i0, done = 0;
+        uint64_t o = off0;
+        while (done < len && i < w.num_sge) {
+            uint64_t avail = w.sg[i].length - o;
+            uint32_t c = avail < len - done ? uint32_t(avail) : len - done;
+            if (pass == 0) {
+                mr *mm;
+                if (mr_check(q->dev->mrs(), w.sg[i].lkey, q->pd, access_local_write, w.sg[i].addr + o,
+                             c, &mm) != mr_status::ok)
+                    return false;
+            } else {
+                pkt_copy_payload(p, m, done, reinterpret_cast<uint8_t *>(w.sg[i].addr) + o, c);
+            }
+            done += c;
+            o = 0;
+            ++i;
+        }
     }
+    return true;
 }
 
 void comp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
@@ -327,7 +342,10 @@ void comp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
             if (advanced) progress(q);
             return;
         }
-        if (expect) scatter(w, off, p, m, p.payload_len);
+        if (expect && !scatter(q, w, off, p, m, p.payload_len)) {
+            complete_error(q, wc_status::loc_prot_err);
+            return;
+        }
         q->cnt.rx_bytes += p.payload_len;
         q->comp.psn = psn_add(psn, 1);
         if (last) comp_complete_wqe(q, w);
@@ -343,9 +361,14 @@ void comp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
             return;
         }
         uint64_t orig = p.atomic_ack_eth()->orig();
-        uint8_t buf[8];
-        std::memcpy(buf, &orig, 8); /* host order into the local buffer, as ibverbs */
-        std::memcpy(reinterpret_cast<void *>(w.sg[0].addr), buf, 8);
+        mr *mm;
+        if (mr_check(q->dev->mrs(), w.sg[0].lkey, q->pd, access_local_write, w.sg[0].addr, 8, &mm) !=
+            mr_status::ok) {
+            complete_error(q, wc_status::loc_prot_err);
+            return;
+        }
+        /* host order into the local buffer, as ibverbs */
+        std::memcpy(reinterpret_cast<void *>(w.sg[0].addr), &orig, 8);
         q->comp.psn = psn_add(psn, 1);
         comp_complete_wqe(q, w);
         progress(q);

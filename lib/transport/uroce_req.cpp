@@ -139,6 +139,26 @@ static bool check_local(qp *q, send_wqe &w) {
     return true;
 }
 
+/* The SGE pieces covering [off, off+len) of the WQE's data are still
+ * registered: packets are rebuilt from user memory on every (re)send, so a
+ * dereg_mr with the WR in flight must stop us before we read. */
+static bool local_range_ok(qp *q, const send_wqe &w, uint64_t off, uint64_t len) {
+    if (w.is_inline || len == 0) return true;
+    uint32_t i = 0;
+    while (i < w.num_sge && off >= w.sg[i].length) off -= w.sg[i++].length;
+    while (len && i < w.num_sge) {
+        uint64_t c = w.sg[i].length - off;
+        if (c > len) c = len;
+        mr *m;
+        if (mr_check(q->dev->mrs(), w.sg[i].lkey, q->pd, 0, w.sg[i].addr + off, c, &m) != mr_status::ok)
+            return false;
+        len -= c;
+        off = 0;
+        ++i;
+    }
+    return true;
+}
+
 bool req_has_work(const qp *q) {
     if (q->state != qp_state::rts && q->state != qp_state::sqd) return false;
     if (q->req.need_retry) return true;
@@ -199,7 +219,28 @@ static uint8_t pick_opcode(qp_type t, wr_opcode op, bool first, bool last) {
     }
 }
 
-/* Send one packet of the current WQE; false when out of mbufs. */
+/* A WQE whose local memory went away: complete it with a local protection
+ * error in order (now, or when the completer reaches it). */
+static bool false_local(qp *q, send_wqe &w) {
+    w.state = wqe_state::error;
+    w.status = wc_status::loc_prot_err;
+    if (w.rd_counted) {
+        w.rd_counted = false;
+        --q->req.rd_atomic_outstanding;
+    }
+    if (q->sq_comp == q->req.wqe) {
+        post_send_cqe(q, w, w.status);
+        ++q->sq_comp;
+        if (q->type == qp_type::rc)
+            qp_to_error(q);
+        else
+            qp_to_sqe(q);
+    }
+    return false;
+}
+
+/* Send one packet of the current WQE; false when out of mbufs or when its
+ * local memory is no longer registered. */
 static bool send_one(qp *q, send_wqe &w) {
     device *d = q->dev;
     bth_fields b;
@@ -224,6 +265,7 @@ static bool send_one(qp *q, send_wqe &w) {
         x.imm_raw = w.imm_or_inv;
         payload = uint32_t(w.length);
         hdr = &w.ah->hdr;
+        if (!local_range_ok(q, w, 0, payload)) return false_local(q, w);
     } else if (w.opcode == wr_opcode::rdma_read) {
         uint64_t rem = w.length - q->req.offset;
         b.opcode = to_u8(ib_opcode::rc_rdma_read_request);
@@ -244,6 +286,7 @@ static bool send_one(qp *q, send_wqe &w) {
         bool first = q->req.offset == 0;
         last_pkt = rem <= q->mtu;
         payload = last_pkt ? uint32_t(rem) : q->mtu;
+        if (!local_range_ok(q, w, q->req.offset, payload)) return false_local(q, w);
         b.opcode = pick_opcode(q->type, w.opcode, first, last_pkt);
         if (first) {
             x.va = w.remote_addr;

@@ -266,6 +266,43 @@ TEST_F(req, bad_lkey_is_a_local_protection_error) {
     EXPECT_EQ(a.qp->state, qp_state::err);
 }
 
+TEST_F(req, dereg_with_wrs_in_flight_is_a_local_protection_error) {
+    opt.timeout = 8;
+    setup_pair();
+    std::vector<uint8_t> src(8192), dst(8192), back(8192, 0x5a);
+    mr *ms = reg(a, src.data(), src.size());
+    mr *mb = reg(a, back.data(), back.size());
+    mr *md = reg(b, dst.data(), dst.size());
+    /* B's answers never come back: everything stays in flight */
+    link->set_filter([&](rte_mbuf *, const memlink_port *from) { return from == a.port; });
+    ASSERT_EQ(post_one(a, wr_opcode::rdma_write, src.data(), 8192, ms, 1,
+                       reinterpret_cast<uint64_t>(dst.data()), mr_rkey(md)),
+              verbs_error::ok);
+    for (int i = 0; i < 20; ++i) pump();
+    /* the source goes away; the retransmission must not read it */
+    ASSERT_EQ(dereg_mr(ms), verbs_error::ok);
+    auto sw = poll_n(a.scq, 1);
+    ASSERT_EQ(sw.size(), 1u);
+    EXPECT_EQ(sw[0].status, wc_status::loc_prot_err);
+    EXPECT_EQ(a.qp->state, qp_state::err);
+    /* and a READ whose target goes away while its response is in flight */
+    TearDown();
+    setup_pair();
+    mb = reg(a, back.data(), back.size());
+    md = reg(b, dst.data(), dst.size());
+    link->set_filter([&](rte_mbuf *, const memlink_port *from) { return from == a.port; });
+    ASSERT_EQ(post_one(a, wr_opcode::rdma_read, back.data(), 4096, mb, 2,
+                       reinterpret_cast<uint64_t>(dst.data()), mr_rkey(md)),
+              verbs_error::ok);
+    for (int i = 0; i < 20; ++i) pump();
+    ASSERT_EQ(dereg_mr(mb), verbs_error::ok);
+    link->set_filter(nullptr); /* the responses flow now */
+    sw = poll_n(a.scq, 1);
+    ASSERT_EQ(sw.size(), 1u);
+    EXPECT_EQ(sw[0].status, wc_status::loc_prot_err);
+    for (uint8_t v : back) ASSERT_EQ(v, 0x5a);
+}
+
 TEST_F(req, sqd_drains_then_resumes) {
     setup_pair();
     std::vector<uint8_t> src(64), dst(64);
