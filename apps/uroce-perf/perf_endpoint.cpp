@@ -1,0 +1,471 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "perf_endpoint.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+namespace uroce::perf {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+double seconds_since(clock::time_point t0) {
+    return std::chrono::duration<double>(clock::now() - t0).count();
+}
+
+/* wr_id of a signaled WR: the QP index and how many WRs its completion covers. */
+uint64_t make_wr_id(size_t qi, uint32_t covered) {
+    return (uint64_t(qi) << 32) | covered;
+}
+size_t wr_qp(uint64_t id) {
+    return size_t(id >> 32);
+}
+uint32_t wr_covered(uint64_t id) {
+    return uint32_t(id);
+}
+
+constexpr uint64_t recv_tag = 1ull << 63;
+
+} // namespace
+
+oob::perftest::key to_key(uint32_t qpn, uint32_t psn, uint32_t rkey, uint64_t vaddr, const gid &g,
+                          uint8_t out_reads) {
+    oob::perftest::key k;
+    k.qpn = qpn;
+    k.psn = psn;
+    k.rkey = rkey;
+    k.vaddr = vaddr;
+    k.gid = g.raw;
+    k.out_reads = out_reads;
+    return k;
+}
+
+endpoint::endpoint(app::stack &st, const perf_params &p, progress_fn progress)
+    : st_(st), p_(p), progress_(std::move(progress)) {}
+
+endpoint::~endpoint() {
+    for (qp *q : qps_)
+        destroy_qp(q);
+    if (cq_) destroy_cq(cq_);
+    if (mr_) dereg_mr(mr_);
+    if (pd_) dealloc_pd(pd_);
+}
+
+std::string endpoint::create() {
+    verbs_error err;
+    buf_.assign(size_t(p_.num_qps) * p_.max_size, 0);
+    pd_ = alloc_pd(st_.ctx(), &err);
+    if (!pd_) return std::string("alloc_pd: ") + verbs_error_str(err);
+    mr_ = reg_mr(
+        pd_, buf_.data(), buf_.size(),
+        access_local_write | access_remote_write | access_remote_read | access_remote_atomic, &err);
+    if (!mr_) return std::string("reg_mr: ") + verbs_error_str(err);
+    cq_ = create_cq(st_.ctx(), int((p_.tx_depth + p_.rx_depth) * uint32_t(p_.num_qps)), nullptr,
+                    &err);
+    if (!cq_) return std::string("create_cq: ") + verbs_error_str(err);
+    for (int i = 0; i < p_.num_qps; i++) {
+        qp_init_attr ia;
+        ia.send_cq = cq_;
+        ia.recv_cq = cq_;
+        ia.qp_type = qp_type::rc;
+        ia.cap.max_send_wr = p_.tx_depth;
+        ia.cap.max_recv_wr = p_.rx_depth;
+        qp *q = create_qp(pd_, ia, &err);
+        if (!q) return std::string("create_qp: ") + verbs_error_str(err);
+        qps_.push_back(q);
+        qp_attr at;
+        at.qp_state = qp_state::init;
+        at.port_num = 1;
+        at.qp_access_flags = access_remote_write | access_remote_read | access_remote_atomic;
+        if (verbs_error e = modify_qp(
+                q, at, qp_attr_state | qp_attr_pkey_index | qp_attr_port | qp_attr_access_flags);
+            e != verbs_error::ok)
+            return std::string("modify QP to INIT: ") + verbs_error_str(e);
+        psn_.push_back(uint32_t(lrand48() & 0xffffff));
+    }
+    recv_posted_.assign(qps_.size(), 0);
+    return {};
+}
+
+std::vector<oob::perftest::key> endpoint::local_keys(const gid &our_gid) const {
+    std::vector<oob::perftest::key> keys;
+    for (size_t i = 0; i < qps_.size(); i++)
+        keys.push_back(to_key(qp_num(qps_[i]), psn_[i], mr_rkey(mr_),
+                              uint64_t(uintptr_t(buf_.data() + i * p_.max_size)), our_gid,
+                              p_.out_reads));
+    return keys;
+}
+
+std::string endpoint::connect(const std::vector<oob::perftest::key> &remote,
+                              const mac_addr &peer_mac, int sgid_index) {
+    if (remote.size() != qps_.size())
+        return "the peer has " + std::to_string(remote.size()) + " QPs, we have " +
+               std::to_string(qps_.size());
+    remote_ = remote;
+    for (size_t i = 0; i < qps_.size(); i++) {
+        /* ctx_connect / ctx_modify_qp_to_rtr in perftest_resources.c */
+        qp_attr at;
+        at.qp_state = qp_state::rtr;
+        at.path_mtu = p_.path_mtu;
+        at.dest_qp_num = remote[i].qpn;
+        at.rq_psn = remote[i].psn;
+        at.max_dest_rd_atomic = p_.out_reads;
+        at.min_rnr_timer = 12;
+        at.ah_attr.grh.dgid = gid{remote[i].gid};
+        at.ah_attr.grh.sgid_index = uint8_t(sgid_index);
+        at.ah_attr.grh.hop_limit = 0xff;
+        peer_mac.copy_to(at.ah_attr.dmac);
+        unsigned mask = qp_attr_state | qp_attr_av | qp_attr_path_mtu | qp_attr_dest_qpn |
+                        qp_attr_rq_psn | qp_attr_max_dest_rd_atomic | qp_attr_min_rnr_timer;
+        if (verbs_error e = modify_qp(qps_[i], at, mask); e != verbs_error::ok)
+            return std::string("modify QP to RTR: ") + verbs_error_str(e);
+        at = qp_attr{};
+        at.qp_state = qp_state::rts;
+        at.sq_psn = psn_[i];
+        at.timeout = 14;
+        at.retry_cnt = 7;
+        at.rnr_retry = 7;
+        at.max_rd_atomic = uint8_t(
+            std::min<unsigned>(remote[i].out_reads ? remote[i].out_reads : 1, p_.out_reads));
+        mask = qp_attr_state | qp_attr_sq_psn | qp_attr_timeout | qp_attr_retry_cnt |
+               qp_attr_rnr_retry | qp_attr_max_qp_rd_atomic;
+        if (verbs_error e = modify_qp(qps_[i], at, mask); e != verbs_error::ok)
+            return std::string("modify QP to RTS: ") + verbs_error_str(e);
+    }
+    return {};
+}
+
+std::string endpoint::post_receives() {
+    for (size_t i = 0; i < qps_.size(); i++) {
+        sge s{uint64_t(uintptr_t(buf(i))), uint32_t(p_.max_size), mr_lkey(mr_)};
+        recv_wr wr;
+        wr.wr_id = recv_tag | i;
+        wr.sg_list = &s;
+        wr.num_sge = 1;
+        recv_wr *bad;
+        while (recv_posted_[i] < p_.rx_depth) {
+            if (verbs_error e = post_recv(qps_[i], &wr, &bad); e != verbs_error::ok)
+                return std::string("post_recv: ") + verbs_error_str(e);
+            recv_posted_[i]++;
+        }
+    }
+    return {};
+}
+
+std::string endpoint::post_one(size_t qi, uint64_t size, bool signaled, uint64_t wr_id) {
+    sge s{uint64_t(uintptr_t(buf(qi))), uint32_t(size), mr_lkey(mr_)};
+    send_wr wr;
+    wr.wr_id = wr_id;
+    wr.sg_list = &s;
+    wr.num_sge = 1;
+    wr.send_flags = signaled ? unsigned(send_signaled) : 0u;
+    switch (p_.op) {
+    case verb::send:
+        wr.opcode = wr_opcode::send;
+        break;
+    case verb::write:
+        wr.opcode = wr_opcode::rdma_write;
+        wr.wr.rdma.remote_addr = remote_[qi].vaddr;
+        wr.wr.rdma.rkey = remote_[qi].rkey;
+        break;
+    case verb::read:
+        wr.opcode = wr_opcode::rdma_read;
+        wr.wr.rdma.remote_addr = remote_[qi].vaddr;
+        wr.wr.rdma.rkey = remote_[qi].rkey;
+        break;
+    case verb::atomic:
+        wr.opcode = wr_opcode::atomic_fetch_and_add;
+        s.length = 8;
+        wr.wr.atomic.remote_addr = remote_[qi].vaddr;
+        wr.wr.atomic.rkey = remote_[qi].rkey;
+        wr.wr.atomic.compare_add = 1;
+        break;
+    }
+    send_wr *bad;
+    if (verbs_error e = post_send(qps_[qi], &wr, &bad); e != verbs_error::ok)
+        return std::string("post_send: ") + verbs_error_str(e);
+    return {};
+}
+
+std::string endpoint::poll_errors(const wc *w, int n) {
+    for (int i = 0; i < n; i++)
+        if (w[i].status != wc_status::success)
+            return std::string("completion with error: ") + wc_status_str(w[i].status) + " (" +
+                   std::to_string(int(w[i].status)) + ")";
+    return {};
+}
+
+std::string endpoint::run_bw(uint64_t size, bw_result &out,
+                             const std::function<void(double)> &on_progress) {
+    const size_t nq = qps_.size();
+    std::vector<uint64_t> posted(nq, 0), done(nq, 0), since_signal(nq, 0);
+    const bool timed = p_.duration_s > 0;
+    const uint64_t per_qp = timed ? UINT64_MAX : p_.iters;
+    /* perftest keeps at most tx_depth WRs in flight per QP; READs and atomics
+     * are further bounded by max_rd_atomic inside the transport. */
+    const uint64_t depth = p_.tx_depth;
+    const uint32_t cq_mod = std::min<uint32_t>(p_.cq_mod, p_.tx_depth);
+    const auto t0 = clock::now();
+    auto last_report = t0;
+    double peak = 0;
+    uint64_t window_start_done = 0;
+    auto window_t0 = t0;
+    uint64_t total_done = 0;
+    bool stopping = false;
+    wc wcs[32];
+    for (;;) {
+        for (size_t qi = 0; qi < nq && !stopping; qi++) {
+            while (posted[qi] - done[qi] < depth && posted[qi] < per_qp) {
+                since_signal[qi]++;
+                bool sig = since_signal[qi] == cq_mod || posted[qi] + 1 == per_qp;
+                std::string e = post_one(qi, size, sig, make_wr_id(qi, uint32_t(since_signal[qi])));
+                if (!e.empty()) return e;
+                if (sig) since_signal[qi] = 0;
+                posted[qi]++;
+            }
+        }
+        progress_();
+        int n = poll_cq(cq_, 32, wcs);
+        if (std::string e = poll_errors(wcs, n); !e.empty()) return e;
+        for (int i = 0; i < n; i++) {
+            if (wcs[i].wr_id & recv_tag) continue;
+            done[wr_qp(wcs[i].wr_id)] += wr_covered(wcs[i].wr_id);
+            total_done += wr_covered(wcs[i].wr_id);
+        }
+        const auto now = clock::now();
+        if (n > 0 && now - window_t0 > std::chrono::milliseconds(5)) {
+            double secs = std::chrono::duration<double>(now - window_t0).count();
+            peak =
+                std::max(peak, double(total_done - window_start_done) * double(size) / secs / 1e6);
+            window_t0 = now;
+            window_start_done = total_done;
+        }
+        if (now - last_report > std::chrono::milliseconds(200)) {
+            last_report = now;
+            double frac = timed ? seconds_since(t0) / p_.duration_s
+                                : double(total_done) / double(p_.iters * nq);
+            on_progress(std::min(frac, 1.0));
+            if (app::stop_requested.load()) return "interrupted";
+        }
+        if (timed) {
+            if (!stopping && seconds_since(t0) >= p_.duration_s) {
+                stopping = true; /* post no more; drain what is in flight */
+                for (size_t qi = 0; qi < nq; qi++)
+                    if (since_signal[qi]) {
+                        /* the unsignaled tail completes with the next signaled WR: post one */
+                        since_signal[qi]++;
+                        std::string e =
+                            post_one(qi, size, true, make_wr_id(qi, uint32_t(since_signal[qi])));
+                        if (!e.empty()) return e;
+                        since_signal[qi] = 0;
+                        posted[qi]++;
+                    }
+            }
+            bool drained = stopping;
+            for (size_t qi = 0; qi < nq; qi++)
+                drained = drained && done[qi] == posted[qi];
+            if (drained) break;
+        } else if (total_done == p_.iters * nq) {
+            break;
+        }
+    }
+    out.size = size;
+    out.iters = total_done;
+    out.seconds = seconds_since(t0);
+    out.bw_avg_mbs = double(total_done) * double(size) / out.seconds / 1e6;
+    out.bw_peak_mbs = std::max(peak, out.bw_avg_mbs);
+    out.msg_rate_mpps = double(total_done) / out.seconds / 1e6;
+    return {};
+}
+
+std::string endpoint::serve_send_bw(uint64_t /*size*/, uint64_t iters) {
+    const uint64_t want = iters * qps_.size();
+    uint64_t got = 0;
+    wc wcs[32];
+    auto last = clock::now();
+    while (got < want) {
+        progress_();
+        int n = poll_cq(cq_, 32, wcs);
+        if (std::string e = poll_errors(wcs, n); !e.empty()) return e;
+        for (int i = 0; i < n; i++) {
+            if (!(wcs[i].wr_id & recv_tag)) continue;
+            got++;
+            recv_posted_[wcs[i].wr_id & ~recv_tag]--;
+        }
+        if (n) {
+            last = clock::now();
+            if (std::string e = post_receives(); !e.empty()) return e;
+        } else if (clock::now() - last > std::chrono::seconds(10)) {
+            return "no message for 10 s (" + std::to_string(got) + " of " + std::to_string(want) +
+                   " received)";
+        }
+        if (app::stop_requested.load()) return "interrupted";
+    }
+    return {};
+}
+
+std::string endpoint::service() {
+    wc wcs[32];
+    int n = poll_cq(cq_, 32, wcs);
+    if (std::string e = poll_errors(wcs, n); !e.empty()) return e;
+    bool reposts = false;
+    for (int i = 0; i < n; i++)
+        if (wcs[i].wr_id & recv_tag) {
+            recv_posted_[wcs[i].wr_id & ~recv_tag]--;
+            reposts = true;
+        }
+    return reposts ? post_receives() : std::string();
+}
+
+std::string endpoint::run_lat(uint64_t size, bool initiator, lat_result &out) {
+    /* send_lat and write_lat ping-pong and report half the round trip;
+     * read_lat and atomic_lat time each request to its completion
+     * (perftest's run_iter_lat_send / _lat_write / run_iter_lat). */
+    std::vector<double> samples;
+    samples.reserve(p_.iters);
+    wc w[8];
+    auto wait_completion = [&](bool want_recv) -> std::string {
+        auto t0 = clock::now();
+        for (;;) {
+            progress_();
+            int n = poll_cq(cq_, 1, w);
+            if (n == 1) {
+                if (w[0].status != wc_status::success) return poll_errors(w, 1);
+                if (bool(w[0].wr_id & recv_tag) == want_recv) {
+                    if (want_recv) {
+                        recv_posted_[0]--;
+                        if (std::string e = post_receives(); !e.empty()) return e;
+                    }
+                    return {};
+                }
+                continue;
+            }
+            if (clock::now() - t0 > std::chrono::seconds(10))
+                return "no completion for 10 s: is the peer there?";
+            if (app::stop_requested.load()) return "interrupted";
+        }
+    };
+    volatile uint8_t *mine = buf(0) + (size ? size - 1 : 0);
+    for (uint64_t it = 0; it < p_.iters; it++) {
+        const auto t0 = clock::now();
+        if (p_.op == verb::send) {
+            if (initiator) {
+                if (std::string e = post_one(0, size, true, 0); !e.empty()) return e;
+                if (std::string e = wait_completion(false); !e.empty()) return e;
+                if (std::string e = wait_completion(true); !e.empty()) return e;
+            } else {
+                if (std::string e = wait_completion(true); !e.empty()) return e;
+                if (std::string e = post_one(0, size, true, 0); !e.empty()) return e;
+                if (std::string e = wait_completion(false); !e.empty()) return e;
+            }
+        } else if (p_.op == verb::write) {
+            /* Each side writes the iteration number's low byte into the
+             * peer's last byte and waits for the peer's to land in its own. */
+            const uint8_t tag = uint8_t(it + 1);
+            auto wait_mem = [&]() -> std::string {
+                auto tw = clock::now();
+                while (*mine != tag) {
+                    progress_();
+                    if (clock::now() - tw > std::chrono::seconds(10))
+                        return "no write from the peer for 10 s";
+                    if (app::stop_requested.load()) return "interrupted";
+                }
+                return {};
+            };
+            auto send_write = [&]() -> std::string {
+                buf(0)[size ? size - 1 : 0] = tag;
+                if (std::string e = post_one(0, std::max<uint64_t>(size, 1), true, 0); !e.empty())
+                    return e;
+                return wait_completion(false);
+            };
+            if (initiator) {
+                if (std::string e = send_write(); !e.empty()) return e;
+                if (std::string e = wait_mem(); !e.empty()) return e;
+            } else {
+                if (std::string e = wait_mem(); !e.empty()) return e;
+                if (std::string e = send_write(); !e.empty()) return e;
+            }
+        } else {
+            if (!initiator) break; /* the READ/atomic target only keeps polling (see caller) */
+            if (std::string e = post_one(0, size, true, 0); !e.empty()) return e;
+            if (std::string e = wait_completion(false); !e.empty()) return e;
+        }
+        double us = std::chrono::duration<double, std::micro>(clock::now() - t0).count();
+        samples.push_back((p_.op == verb::send || p_.op == verb::write) ? us / 2 : us);
+    }
+    out.size = size;
+    out.iters = samples.size();
+    if (samples.empty()) return {};
+    std::vector<double> s = samples;
+    std::sort(s.begin(), s.end());
+    double sum = 0, sq = 0;
+    for (double v : s)
+        sum += v, sq += v * v;
+    out.t_min = s.front();
+    out.t_max = s.back();
+    out.t_typical = s[s.size() / 2];
+    out.t_avg = sum / double(s.size());
+    out.t_stdev = std::sqrt(std::max(0.0, sq / double(s.size()) - out.t_avg * out.t_avg));
+    out.p99 = s[std::min(s.size() - 1, size_t(double(s.size()) * 0.99))];
+    out.p999 = s[std::min(s.size() - 1, size_t(double(s.size()) * 0.999))];
+    return {};
+}
+
+const char *verb_title(verb op, test_kind k) {
+    static const char *bw[] = {"Send BW Test", "RDMA_Write BW Test", "RDMA_Read BW Test",
+                               "Atomic FETCH_AND_ADD BW Test"};
+    static const char *lat[] = {"Send Latency Test", "RDMA_Write Latency Test",
+                                "RDMA_Read Latency Test", "Atomic FETCH_AND_ADD Latency Test"};
+    return (k == test_kind::bw ? bw : lat)[int(op)];
+}
+
+static void print_banner(FILE *f, verb op, test_kind k, const perf_params &p,
+                         const std::string &device) {
+    const char *rule =
+        "---------------------------------------------------------------------------------------\n";
+    std::fprintf(f, "%s", rule);
+    std::fprintf(f, "                    %s\n", verb_title(op, k));
+    std::fprintf(f, " Dual-port       : OFF\t\tDevice         : %s\n", device.c_str());
+    std::fprintf(f, " Number of qps   : %d\t\tTransport type : IB\n", p.num_qps);
+    std::fprintf(f, " Connection type : RC\t\tUsing SRQ      : OFF\n");
+    std::fprintf(f, " TX depth        : %u\n", k == test_kind::bw ? p.tx_depth : 1);
+    if (op == verb::read || op == verb::atomic)
+        std::fprintf(f, " Outstand reads  : %u\n", p.out_reads);
+    std::fprintf(f, " Mtu             : %u[B]\n", mtu_to_bytes(p.path_mtu));
+    std::fprintf(f, " Link type       : Ethernet\n");
+    std::fprintf(f, "%s", rule);
+}
+
+void print_bw_header(FILE *f, verb op, const perf_params &p, const std::string &device,
+                     bool report_gbits) {
+    print_banner(f, op, test_kind::bw, p, device);
+    std::fprintf(f, " #bytes     #iterations    BW peak[%s]    BW average[%s]   MsgRate[Mpps]\n",
+                 report_gbits ? "Gb/sec" : "MB/sec", report_gbits ? "Gb/sec" : "MB/sec");
+}
+
+void print_bw_line(FILE *f, const bw_result &r, bool report_gbits) {
+    const double scale = report_gbits ? 8.0 / 1000.0 : 1.0; /* MB/s -> Gb/s */
+    std::fprintf(f, " %-10lu %-10lu       %-7.2f            %-7.2f\t\t   %-7.6f\n",
+                 (unsigned long)r.size, (unsigned long)r.iters, r.bw_peak_mbs * scale,
+                 r.bw_avg_mbs * scale, r.msg_rate_mpps);
+}
+
+void print_lat_header(FILE *f, verb op, const perf_params &p, const std::string &device) {
+    print_banner(f, op, test_kind::lat, p, device);
+    std::fprintf(
+        f, " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    "
+           "t_stdev[usec]   99%% percentile[usec]   99.9%% percentile[usec] \n");
+}
+
+void print_lat_line(FILE *f, const lat_result &r) {
+    std::fprintf(f,
+                 " %-7lu %-10lu     %-7.2f        %-7.2f      %-7.2f  \t       %-7.2f     "
+                 "\t%-7.2f\t\t%-7.2f  \t\t%-7.2f\n",
+                 (unsigned long)r.size, (unsigned long)r.iters, r.t_min, r.t_max, r.t_typical,
+                 r.t_avg, r.t_stdev, r.p99, r.p999);
+}
+
+} // namespace uroce::perf

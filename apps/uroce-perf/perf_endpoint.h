@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * One side of a perftest-style measurement: its QPs, buffer and CQ, and the
+ * bandwidth and latency loops (perftest's run_iter_bw, run_iter_lat_send,
+ * run_iter_lat_write, run_iter_lat; src/perftest_resources.c).
+ *
+ * The loops never block: every wait polls through `progress`, which drives
+ * whatever stacks the run involves (one in a two-host run, both ends in the
+ * loopback run on one core).
+ */
+#ifndef UROCE_PERF_ENDPOINT_H
+#define UROCE_PERF_ENDPOINT_H
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "perftest_oob.h"
+#include "uroce_app_stack.h"
+
+namespace uroce::perf {
+
+using oob::perftest::test_kind;
+using oob::perftest::verb;
+
+struct perf_params {
+    verb op = verb::write;
+    test_kind kind = test_kind::bw;
+    int num_qps = 1;
+    uint64_t size = 65536;
+    uint64_t iters = 5000; /* -n */
+    double duration_s = 0; /* -D: run this long instead of -n iterations */
+    mtu path_mtu = mtu::mtu_4096;
+    uint32_t tx_depth = 128;   /* perftest's default -t */
+    uint32_t rx_depth = 512;   /* perftest's default -r */
+    uint32_t cq_mod = 100;     /* perftest's default --cq-mod: one signaled WR per this many */
+    uint8_t out_reads = 16;    /* max_rd_atomic for READ/atomic */
+    uint64_t max_size = 65536; /* buffer per QP, the largest message of the run */
+};
+
+struct bw_result {
+    uint64_t size = 0;
+    uint64_t iters = 0;
+    double seconds = 0;
+    double bw_peak_mbs = 0; /* MB/s = 1e6 bytes/s, as perftest prints */
+    double bw_avg_mbs = 0;
+    double msg_rate_mpps = 0;
+};
+
+struct lat_result {
+    uint64_t size = 0;
+    uint64_t iters = 0;
+    double t_min = 0, t_max = 0, t_typical = 0, t_avg = 0, t_stdev = 0, p99 = 0,
+           p999 = 0; /* usec */
+};
+
+/* What the other side needs to reach this one (perftest's KEY message). */
+oob::perftest::key to_key(uint32_t qpn, uint32_t psn, uint32_t rkey, uint64_t vaddr, const gid &g,
+                          uint8_t out_reads);
+
+class endpoint {
+  public:
+    using progress_fn = std::function<void()>;
+
+    endpoint(app::stack &st, const perf_params &p, progress_fn progress);
+    ~endpoint();
+
+    /* Create PD, MR (num_qps x max_size, all remote access), CQ and the QPs, in INIT. */
+    std::string create();
+    /* This side's KEY for each QP (GID of the family of peer_family). */
+    std::vector<oob::perftest::key> local_keys(const gid &our_gid) const;
+    /* RTR and RTS against the peer's keys, with perftest's attributes
+     * (timeout 14, retry 7, rnr_retry 7, hop limit 255). */
+    std::string connect(const std::vector<oob::perftest::key> &remote, const mac_addr &peer_mac,
+                        int sgid_index);
+    /* SEND tests: receives posted before the ready handshake. */
+    std::string post_receives();
+
+    /* The measurements. Requester side of bw (the client, as in perftest). */
+    std::string run_bw(uint64_t size, bw_result &out,
+                       const std::function<void(double)> &on_progress);
+    /* The responder of a SEND bw test counts receives until `iters` arrived (or stop). */
+    std::string serve_send_bw(uint64_t size, uint64_t iters);
+    /* Non-blocking service of the passive side of a run on the same thread
+     * (the loopback run): repost receives as SEND messages consume them. */
+    std::string service();
+    /* Latency: client (initiator) and server roles as perftest does them. */
+    std::string run_lat(uint64_t size, bool initiator, lat_result &out);
+
+    app::stack &stack() const { return st_; }
+
+  private:
+    std::string post_one(size_t qi, uint64_t size, bool signaled, uint64_t wr_id);
+    std::string poll_errors(const wc *w, int n);
+    uint8_t *buf(size_t qi) { return buf_.data() + qi * p_.max_size; }
+
+    app::stack &st_;
+    perf_params p_;
+    progress_fn progress_;
+    std::vector<uint8_t> buf_;
+    pd *pd_ = nullptr;
+    mr *mr_ = nullptr;
+    cq *cq_ = nullptr;
+    std::vector<qp *> qps_;
+    std::vector<uint32_t> psn_;
+    std::vector<oob::perftest::key> remote_;
+    std::vector<uint32_t> recv_posted_;
+};
+
+/* perftest's tables. */
+void print_bw_header(FILE *f, verb op, const perf_params &p, const std::string &device,
+                     bool report_gbits);
+void print_bw_line(FILE *f, const bw_result &r, bool report_gbits);
+void print_lat_header(FILE *f, verb op, const perf_params &p, const std::string &device);
+void print_lat_line(FILE *f, const lat_result &r);
+const char *verb_title(verb op, test_kind k); /* "RDMA_Write BW Test" */
+
+} // namespace uroce::perf
+
+#endif

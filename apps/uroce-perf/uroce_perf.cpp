@@ -1,0 +1,599 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * uroce-perf: perftest's bandwidth and latency tests on uroce.
+ *
+ *   uroce-perf [EAL options --] TEST [options] [server]     one side of a run
+ *   uroce-perf [EAL options --] --loopback [TEST...] [options]
+ *
+ * TEST is send_bw, write_bw, read_bw, atomic_bw, send_lat, write_lat,
+ * read_lat or atomic_lat. With a server address this side is the client,
+ * without one the server, and either can be perftest's own ib_<TEST> on a
+ * real RDMA device: the TCP exchange is perftest's (version, system data,
+ * MTU, per-QP keys, barriers, reports; apps/common/perftest_oob.h) and so
+ * are the QP attributes and the output tables.
+ *
+ * --loopback runs both ends in this process over a net_ring pair on one
+ * core (no NIC, no hugepages), after measuring the bare ring's packet rate
+ * as the ceiling, and prints a table per test (default: send_bw, write_bw
+ * and read_bw at 64, 4096 and 65536 bytes).
+ */
+#include <getopt.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <rte_eth_ring.h>
+#include <rte_ring.h>
+
+#include "perf_endpoint.h"
+#include "uroce_app_stack.h"
+
+namespace uroce::perf {
+namespace {
+
+struct options {
+    app::stack_options stack;
+    std::vector<std::pair<verb, test_kind>> tests;
+    perf_params p;
+    std::vector<uint64_t> sizes;
+    bool size_given = false;
+    bool all_sizes = false;
+    bool report_gbits = false;
+    bool loopback = false;
+    int gidx = -1;
+    uint16_t tcp_port = oob::default_port;
+    std::string server;
+    uint32_t timeout_s = 10;
+};
+
+bool parse_test(const std::string &name, verb &v, test_kind &k) {
+    static const struct {
+        const char *name;
+        verb v;
+        test_kind k;
+    } tests[] = {
+        {"send_bw", verb::send, test_kind::bw},   {"write_bw", verb::write, test_kind::bw},
+        {"read_bw", verb::read, test_kind::bw},   {"atomic_bw", verb::atomic, test_kind::bw},
+        {"send_lat", verb::send, test_kind::lat}, {"write_lat", verb::write, test_kind::lat},
+        {"read_lat", verb::read, test_kind::lat}, {"atomic_lat", verb::atomic, test_kind::lat}};
+    for (const auto &t : tests) {
+        std::string n = t.name;
+        if (name == n || name == "ib_" + n) {
+            v = t.v;
+            k = t.k;
+            return true;
+        }
+    }
+    return false;
+}
+
+void usage(const char *argv0) {
+    std::printf(
+        "Usage:\n"
+        "  %s [EAL options --] TEST [options]            server side\n"
+        "  %s [EAL options --] TEST [options] <server>   client side\n"
+        "  %s [EAL options --] --loopback [TEST...]       both ends here, over a net_ring pair\n\n"
+        "TEST: send_bw write_bw read_bw atomic_bw send_lat write_lat read_lat atomic_lat\n\n"
+        "Options (perftest's):\n"
+        "%s"
+        "  -s, --size=<size>       message size (default 65536; lat 2)\n"
+        "  -a, --all               all sizes 2..2^23\n"
+        "  -n, --iters=<n>         iterations per QP (default 5000 bw, 1000 lat)\n"
+        "  -D, --duration=<sec>    run for a time instead of -n\n"
+        "  -q, --qp=<n>            number of QPs (default 1)\n"
+        "  -m, --mtu=<mtu>         path MTU (default: the port's)\n"
+        "  -t, --tx-depth=<n>      outstanding WRs per QP (default 128)\n"
+        "  -o, --outs=<n>          outstanding READs/atomics (default 16)\n"
+        "  -x, --gid-index=<idx>   local GID index (default: the first IPv4 GID)\n"
+        "  -p, --port=<port>       TCP port of the exchange (default 18515)\n"
+        "  -F, --CPU-freq          accepted (uroce measures with a monotonic clock)\n"
+        "      --report_gbits      bandwidth in Gb/s\n"
+        "      --timeout=<sec>     give up on a silent peer after this long (default 10)\n",
+        argv0, argv0, argv0, app::stack_options_help());
+}
+
+int parse_args(int argc, char **argv, options &o) {
+    std::vector<char *> rest{argv[0]};
+    std::string err;
+    for (int i = 1; i < argc;) {
+        int used = app::parse_stack_option(argc, argv, i, o.stack, err);
+        if (used < 0) {
+            std::fprintf(stderr, "uroce-perf: %s\n", err.c_str());
+            return 2;
+        }
+        if (used == 0) rest.push_back(argv[i++]);
+        i += used;
+    }
+    enum { opt_gbits = 1000, opt_loopback, opt_timeout };
+    static const option long_options[] = {
+        {"size", required_argument, nullptr, 's'},
+        {"all", no_argument, nullptr, 'a'},
+        {"iters", required_argument, nullptr, 'n'},
+        {"duration", required_argument, nullptr, 'D'},
+        {"qp", required_argument, nullptr, 'q'},
+        {"mtu", required_argument, nullptr, 'm'},
+        {"tx-depth", required_argument, nullptr, 't'},
+        {"outs", required_argument, nullptr, 'o'},
+        {"gid-index", required_argument, nullptr, 'x'},
+        {"port", required_argument, nullptr, 'p'},
+        {"ib-dev", required_argument, nullptr, 'd'},
+        {"CPU-freq", no_argument, nullptr, 'F'},
+        {"report_gbits", no_argument, nullptr, opt_gbits},
+        {"loopback", no_argument, nullptr, opt_loopback},
+        {"timeout", required_argument, nullptr, opt_timeout},
+        {"help", no_argument, nullptr, 'h'},
+        {"bidirectional", no_argument, nullptr, 'b'},
+        {"rdma_cm", no_argument, nullptr, 'R'},
+        {"connection", required_argument, nullptr, 'c'},
+        {nullptr, 0, nullptr, 0},
+    };
+    int rargc = int(rest.size());
+    rest.push_back(nullptr);
+    optind = 1;
+    long v;
+    auto number = [&](const char *what, long lo, long hi) {
+        char *end;
+        v = std::strtol(optarg, &end, 0);
+        if (*end || v < lo || v > hi) {
+            std::fprintf(stderr, "uroce-perf: %s: '%s' is not in %ld..%ld\n", what, optarg, lo, hi);
+            return false;
+        }
+        return true;
+    };
+    bool iters_given = false;
+    for (int c; (c = getopt_long(rargc, rest.data(), "s:an:D:q:m:t:o:x:p:d:Fhbrc:R", long_options,
+                                 nullptr)) != -1;) {
+        switch (c) {
+        case 's':
+            if (!number("size", 1, 1 << 23)) return 2;
+            o.sizes = {uint64_t(v)};
+            o.size_given = true;
+            break;
+        case 'a':
+            o.all_sizes = true;
+            break;
+        case 'n':
+            if (!number("iters", 5, 1 << 30)) return 2;
+            o.p.iters = uint64_t(v);
+            iters_given = true;
+            break;
+        case 'D':
+            if (!number("duration", 1, 3600)) return 2;
+            o.p.duration_s = double(v);
+            break;
+        case 'q':
+            if (!number("qp", 1, 64)) return 2;
+            o.p.num_qps = int(v);
+            break;
+        case 'm':
+            if (!number("mtu", 256, 4096)) return 2;
+            switch (v) {
+            case 256:
+                o.p.path_mtu = mtu::mtu_256;
+                break;
+            case 512:
+                o.p.path_mtu = mtu::mtu_512;
+                break;
+            case 1024:
+                o.p.path_mtu = mtu::mtu_1024;
+                break;
+            case 2048:
+                o.p.path_mtu = mtu::mtu_2048;
+                break;
+            case 4096:
+                o.p.path_mtu = mtu::mtu_4096;
+                break;
+            default:
+                std::fprintf(stderr, "uroce-perf: mtu: %ld is not 256..4096 in powers of 2\n", v);
+                return 2;
+            }
+            break;
+        case 't':
+            if (!number("tx-depth", 1, 4096)) return 2;
+            o.p.tx_depth = uint32_t(v);
+            break;
+        case 'o':
+            if (!number("outs", 1, 128)) return 2;
+            o.p.out_reads = uint8_t(v);
+            break;
+        case 'x':
+            if (!number("gid-index", 0, 255)) return 2;
+            o.gidx = int(v);
+            break;
+        case 'p':
+            if (!number("port", 1, 65535)) return 2;
+            o.tcp_port = uint16_t(v);
+            break;
+        case 'd':
+        case 'F':
+            break;
+        case opt_gbits:
+            o.report_gbits = true;
+            break;
+        case opt_loopback:
+            o.loopback = true;
+            break;
+        case opt_timeout:
+            if (!number("timeout", 1, 86400)) return 2;
+            o.timeout_s = uint32_t(v);
+            break;
+        case 'b':
+            std::fprintf(stderr, "uroce-perf: -b (bidirectional) is not supported yet\n");
+            return 2;
+        case 'R':
+            std::fprintf(
+                stderr,
+                "uroce-perf: -R (rdma_cm) is not supported: use the TCP exchange (no -R)\n");
+            return 2;
+        case 'c':
+            if (std::strcmp(optarg, "RC") != 0) {
+                std::fprintf(stderr, "uroce-perf: -c %s: only RC is supported\n", optarg);
+                return 2;
+            }
+            break;
+        case 'h':
+            usage(argv[0]);
+            return 1;
+        default:
+            usage(argv[0]);
+            return 2;
+        }
+    }
+    for (int i = optind; i < rargc; i++) {
+        verb tv;
+        test_kind tk;
+        if (parse_test(rest[size_t(i)], tv, tk))
+            o.tests.push_back({tv, tk});
+        else if (o.server.empty() && !o.loopback && i == rargc - 1 && !o.tests.empty())
+            o.server = rest[size_t(i)];
+        else {
+            std::fprintf(stderr,
+                         "uroce-perf: '%s' is not a test (send_bw, write_bw, read_bw, atomic_bw, "
+                         "send_lat, write_lat, read_lat, atomic_lat)\n",
+                         rest[size_t(i)]);
+            return 2;
+        }
+    }
+    if (o.loopback && o.tests.empty())
+        o.tests = {
+            {verb::send, test_kind::bw}, {verb::write, test_kind::bw}, {verb::read, test_kind::bw}};
+    if (o.tests.empty()) {
+        usage(argv[0]);
+        return 2;
+    }
+    if (!o.loopback && o.tests.size() > 1) {
+        std::fprintf(stderr, "uroce-perf: one test per run against a peer\n");
+        return 2;
+    }
+    const bool lat = o.tests[0].second == test_kind::lat;
+    if (!iters_given) o.p.iters = lat ? 1000 : 5000;
+    if (o.all_sizes) {
+        o.sizes.clear();
+        for (uint64_t s = 2; s <= (1u << 23); s *= 2)
+            o.sizes.push_back(s);
+    } else if (!o.size_given) {
+        o.sizes = o.loopback ? std::vector<uint64_t>{64, 4096, 65536}
+                             : std::vector<uint64_t>{lat ? 2u : 65536u};
+    }
+    o.p.max_size = 0;
+    for (uint64_t s : o.sizes)
+        o.p.max_size = std::max(o.p.max_size, s);
+    o.p.max_size = std::max<uint64_t>(o.p.max_size, 64);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- loopback */
+
+/* The bare net_ring pair's packet rate with 64-byte frames: the ceiling a
+ * one-core run of two stacks can approach (measured in the same run). */
+double ring_ceiling_mpps(ethdev_port &a, ethdev_port &b, rte_mempool *pool) {
+    constexpr int burst = 32;
+    rte_mbuf *tx[burst], *rx[burst];
+    uint64_t moved = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto end = t0 + std::chrono::milliseconds(300);
+    while (std::chrono::steady_clock::now() < end) {
+        if (rte_pktmbuf_alloc_bulk(pool, tx, burst) != 0) break;
+        for (auto *m : tx) {
+            m->data_len = m->pkt_len = 64;
+        }
+        uint16_t sent = a.tx_burst(tx, burst);
+        if (sent < burst) rte_pktmbuf_free_bulk(tx + sent, burst - sent);
+        uint16_t got = b.rx_burst(0, rx, burst);
+        moved += got;
+        rte_pktmbuf_free_bulk(rx, got);
+    }
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return double(moved) / secs / 1e6;
+}
+
+int run_loopback(options &o) {
+    std::string err;
+    rte_ring *ab =
+        rte_ring_create("uroce_perf_ab", 4096, int(rte_socket_id()), RING_F_SP_ENQ | RING_F_SC_DEQ);
+    rte_ring *ba =
+        rte_ring_create("uroce_perf_ba", 4096, int(rte_socket_id()), RING_F_SP_ENQ | RING_F_SC_DEQ);
+    if (!ab || !ba) {
+        std::fprintf(stderr, "uroce-perf: cannot create the net_ring pair's rings: %s\n",
+                     rte_strerror(rte_errno));
+        return 1;
+    }
+    int pa = rte_eth_from_rings("uroce_perf_a", &ba, 1, &ab, 1, int(rte_socket_id()));
+    int pb = rte_eth_from_rings("uroce_perf_b", &ab, 1, &ba, 1, int(rte_socket_id()));
+    if (pa < 0 || pb < 0) {
+        std::fprintf(stderr, "uroce-perf: cannot create the net_ring pair: %s\n",
+                     rte_strerror(rte_errno));
+        return 1;
+    }
+    app::stack_options sa = o.stack, sb = o.stack;
+    sa.port_id = pa;
+    sb.port_id = pb;
+    sa.ips = {"10.88.0.1/24"};
+    sb.ips = {"10.88.0.2/24"};
+    sa.mac = rte_ether_addr{{0x02, 0, 0, 0x88, 0, 1}};
+    sb.mac = rte_ether_addr{{0x02, 0, 0, 0x88, 0, 2}};
+    sa.name = "client";
+    sb.name = "server";
+    sb.pcap.clear();
+    auto a = app::stack::create(sa, err);
+    if (!a) {
+        std::fprintf(stderr, "uroce-perf: client stack: %s\n", err.c_str());
+        return 1;
+    }
+    auto b = app::stack::create(sb, err);
+    if (!b) {
+        std::fprintf(stderr, "uroce-perf: server stack: %s\n", err.c_str());
+        return 1;
+    }
+    const gid ga = gid::from_ipv4(0x0a580001), gb = gid::from_ipv4(0x0a580002);
+    std::optional<mac_addr> mac_a, mac_b;
+    for (int i = 0; i < 100000 && !(mac_a && mac_b); i++) {
+        a->poll();
+        b->poll();
+        if (!mac_b) mac_b = a->neighbours().resolve(gb);
+        if (!mac_a) mac_a = b->neighbours().resolve(ga);
+    }
+    if (!mac_a || !mac_b) {
+        std::fprintf(stderr,
+                     "uroce-perf: the two stacks did not resolve each other over the ring (ARP)\n");
+        return 1;
+    }
+    if (o.p.path_mtu > a->max_mtu()) o.p.path_mtu = a->max_mtu();
+
+    std::printf("uroce-perf loopback: two stacks, one core, net_ring pair (%s)\n",
+                a->port().describe().c_str());
+    const double ceiling = ring_ceiling_mpps(a->port(), b->port(), a->port().pool());
+    std::printf(" ceiling: bare net_ring pair, 64 B frames, no stack: %.2f Mpps\n", ceiling);
+
+    int rc = 0;
+    for (auto [op, kind] : o.tests) {
+        if (kind != test_kind::bw) {
+            std::fprintf(stderr, "uroce-perf: --loopback runs bandwidth tests only\n");
+            return 2;
+        }
+        perf_params p = o.p;
+        p.op = op;
+        p.kind = kind;
+        endpoint *server_ptr = nullptr;
+        std::string serr;
+        auto both = [&] {
+            a->poll();
+            b->poll();
+            if (server_ptr && serr.empty()) serr = server_ptr->service();
+        };
+        endpoint client(*a, p, both), server(*b, p, both);
+        server_ptr = &server;
+        for (endpoint *e : {&client, &server})
+            if (std::string e2 = e->create(); !e2.empty()) {
+                std::fprintf(stderr, "uroce-perf: %s\n", e2.c_str());
+                return 1;
+            }
+        if (std::string e = client.connect(server.local_keys(gb), *mac_b, a->gid_index_for(gb));
+            !e.empty()) {
+            std::fprintf(stderr, "uroce-perf: %s\n", e.c_str());
+            return 1;
+        }
+        if (std::string e = server.connect(client.local_keys(ga), *mac_a, b->gid_index_for(ga));
+            !e.empty()) {
+            std::fprintf(stderr, "uroce-perf: %s\n", e.c_str());
+            return 1;
+        }
+        if (op == verb::send)
+            if (std::string e = server.post_receives(); !e.empty()) {
+                std::fprintf(stderr, "uroce-perf: %s\n", e.c_str());
+                return 1;
+            }
+        std::printf("\n");
+        print_bw_header(stdout, op, p, "uroce loopback", o.report_gbits);
+        for (uint64_t size : o.sizes) {
+            if (op == verb::atomic && size != 8) size = 8;
+            bw_result r;
+            const bool tty = isatty(STDERR_FILENO);
+            std::string e = client.run_bw(size, r, [&](double frac) {
+                std::fprintf(stderr, tty ? "\r  %s %lu B: %3.0f%%" : "  %s %lu B: %3.0f%%\n",
+                             verb_title(op, kind), (unsigned long)size, frac * 100);
+                std::fflush(stderr);
+            });
+            if (tty) std::fprintf(stderr, "\r%60s\r", "");
+            if (!e.empty() || !serr.empty()) {
+                std::fprintf(stderr, "uroce-perf: %s %lu B: %s\n", verb_title(op, kind),
+                             (unsigned long)size, (e.empty() ? serr : e).c_str());
+                rc = 1;
+                break;
+            }
+            print_bw_line(stdout, r, o.report_gbits);
+            /* Frames per message at this MTU, both directions' share of the ring ceiling. */
+            const uint32_t pmtu = mtu_to_bytes(p.path_mtu);
+            const double pkts = double((size + pmtu - 1) / pmtu);
+            std::printf("   %.2f Mpps of payload packets = %.0f%% of the bare ring's %.2f Mpps\n",
+                        r.msg_rate_mpps * pkts, 100.0 * r.msg_rate_mpps * pkts / ceiling, ceiling);
+            std::fflush(stdout);
+        }
+        std::printf("------------------------------------------------------------------------------"
+                    "---------\n");
+        if (rc) break;
+    }
+    if (rc) {
+        a->print_counters(stderr);
+        b->print_counters(stderr);
+    }
+    return rc;
+}
+
+/* ---------------------------------------------------------------- one side, against a peer */
+
+int run_remote(options &o) {
+    std::string err;
+    if (o.stack.ips.empty()) {
+        std::fprintf(stderr, "uroce-perf: no local address: give --ip ADDR[/LEN]\n");
+        return 2;
+    }
+    auto st = app::stack::create(o.stack, err);
+    if (!st) {
+        std::fprintf(stderr, "uroce-perf: %s\n", err.c_str());
+        return 1;
+    }
+    auto [op, kind] = o.tests[0];
+    perf_params p = o.p;
+    p.op = op;
+    p.kind = kind;
+    gid our_gid;
+    if (o.gidx >= 0) {
+        auto g = st->addrs().gid_at(size_t(o.gidx));
+        if (!g) {
+            std::fprintf(stderr, "uroce-perf: no GID at index %d\n", o.gidx);
+            return 2;
+        }
+        our_gid = *g;
+    } else {
+        our_gid = st->addrs().gid_count() > 1 ? *st->addrs().gid_at(1) : *st->addrs().gid_at(0);
+    }
+
+    oob::perftest::config cfg;
+    cfg.side = o.server.empty() ? oob::perftest::role::server : oob::perftest::role::client;
+    cfg.test_verb = op;
+    cfg.kind = kind;
+    cfg.num_qps = p.num_qps;
+    cfg.run_all = o.all_sizes;
+    cfg.size = o.sizes[0];
+    cfg.duration = p.duration_s > 0;
+    cfg.mtu = int(o.p.path_mtu > st->max_mtu() ? st->max_mtu() : o.p.path_mtu);
+    cfg.timeout = std::chrono::seconds(o.timeout_s);
+
+    app::control_runner ctl(*st);
+    std::unique_ptr<endpoint> ep;
+    bool header_done = false;
+    oob::perftest::hooks h;
+    h.create_local =
+        [&](const oob::perftest::negotiated &n) -> oob::result<std::vector<oob::perftest::key>> {
+        std::string e = ctl.call_on_stack<std::string>([&] {
+            p.path_mtu = mtu(n.mtu);
+            ep = std::make_unique<endpoint>(*st, p, [&] { st->poll(); });
+            return ep->create();
+        });
+        if (!e.empty()) return oob::make_error(oob::errc::callback, e);
+        return ep->local_keys(our_gid);
+    };
+    h.connect_qps = [&](std::span<const oob::perftest::key> remote) -> oob::result<void> {
+        std::string e = ctl.call_on_stack<std::string>([&] {
+            gid rg{remote[0].gid};
+            if (rg.is_zero())
+                return std::string("the peer sent no GID: RoCE needs one (perftest -x 1 on rxe)");
+            auto mac = st->resolve(rg, std::chrono::seconds(o.timeout_s));
+            if (!mac) return "no ARP/ND answer from " + rg.to_string();
+            return ep->connect({remote.begin(), remote.end()}, *mac,
+                               st->addrs().gid_index(our_gid));
+        });
+        if (!e.empty()) return oob::make_error(oob::errc::callback, e);
+        return {};
+    };
+    h.prepare = [&](uint64_t) -> oob::result<void> {
+        std::string e = ctl.call_on_stack<std::string>([&] { return ep->post_receives(); });
+        if (!e.empty()) return oob::make_error(oob::errc::callback, e);
+        return {};
+    };
+    h.run = [&](uint64_t size) -> oob::result<oob::perftest::bw_report> {
+        oob::perftest::bw_report rep;
+        std::string e = ctl.call_on_stack<std::string>([&]() -> std::string {
+            if (!header_done) {
+                if (kind == test_kind::bw)
+                    print_bw_header(stdout, op, p, "uroce " + st->port().driver_name(),
+                                    o.report_gbits);
+                else
+                    print_lat_header(stdout, op, p, "uroce " + st->port().driver_name());
+                header_done = true;
+            }
+            const uint64_t sz = op == verb::atomic ? 8 : size;
+            if (kind == test_kind::bw) {
+                if (cfg.side == oob::perftest::role::server) return ep->serve_send_bw(sz, p.iters);
+                bw_result r;
+                std::string e2 = ep->run_bw(sz, r, [](double) {});
+                if (!e2.empty()) return e2;
+                print_bw_line(stdout, r, o.report_gbits);
+                rep.size = r.size;
+                rep.iters = r.iters;
+                rep.bw_peak = r.bw_peak_mbs;
+                rep.bw_avg = r.bw_avg_mbs;
+                rep.msg_rate_avg = r.msg_rate_mpps;
+                return {};
+            }
+            lat_result r;
+            std::string e2 = ep->run_lat(sz, cfg.side == oob::perftest::role::client, r);
+            if (!e2.empty()) return e2;
+            if (r.iters) print_lat_line(stdout, r);
+            return {};
+        });
+        std::fflush(stdout);
+        if (!e.empty()) return oob::make_error(oob::errc::callback, e);
+        return rep;
+    };
+
+    std::string oob_err = ctl.run<std::string>([&]() -> std::string {
+        if (cfg.side == oob::perftest::role::client) {
+            auto r = oob::perftest::run_client(o.server, o.tcp_port, cfg, h);
+            return r ? std::string() : r.message();
+        }
+        auto listener = oob::tcp_listener::listen("", o.tcp_port);
+        if (!listener) return listener.message();
+        for (;;) {
+            auto r = oob::perftest::run_server(*listener, cfg, h, std::chrono::milliseconds(200));
+            if (r) return {};
+            if (r.code() != oob::errc::timeout ||
+                r.message().find("client to connect") == std::string::npos)
+                return r.message();
+            if (app::stop_requested.load()) return "interrupted while waiting for a client";
+        }
+    });
+    if (header_done)
+        std::printf("------------------------------------------------------------------------------"
+                    "---------\n");
+    if (!oob_err.empty()) {
+        std::fprintf(stderr, "uroce-perf: %s\n", oob_err.c_str());
+        st->print_counters(stderr);
+        return 1;
+    }
+    return 0;
+}
+
+} // namespace
+} // namespace uroce::perf
+
+int main(int argc, char **argv) {
+    using namespace uroce;
+    std::string err;
+    if (!app::eal_init(argc, argv, err, "1024")) {
+        std::fprintf(stderr, "uroce-perf: %s\n", err.c_str());
+        return 1;
+    }
+    perf::options o;
+    if (int rc = perf::parse_args(argc, argv, o)) return rc == 1 ? 0 : rc;
+    srand48(long(getpid()) * long(time(nullptr)));
+    int rc = o.loopback ? perf::run_loopback(o) : perf::run_remote(o);
+    rte_eal_cleanup();
+    return rc;
+}
