@@ -56,7 +56,7 @@ endpoint::~endpoint() {
 
 std::string endpoint::create() {
     verbs_error err;
-    buf_.assign(size_t(p_.num_qps) * p_.max_size, 0);
+    buf_.assign(size_t(p_.num_qps) * 2 * p_.max_size, 0);
     pd_ = alloc_pd(st_.ctx(), &err);
     if (!pd_) return std::string("alloc_pd: ") + verbs_error_str(err);
     mr_ = reg_mr(
@@ -156,7 +156,8 @@ std::string endpoint::post_receives() {
 }
 
 std::string endpoint::post_one(size_t qi, uint64_t size, bool signaled, uint64_t wr_id) {
-    sge s{uint64_t(uintptr_t(buf(qi))), uint32_t(size), mr_lkey(mr_)};
+    /* READ and atomic results land in the source half, like perftest's local buffer. */
+    sge s{uint64_t(uintptr_t(src(qi))), uint32_t(size), mr_lkey(mr_)};
     send_wr wr;
     wr.wr_id = wr_id;
     wr.sg_list = &s;
@@ -376,7 +377,7 @@ std::string endpoint::run_lat(uint64_t size, bool initiator, lat_result &out) {
                 return {};
             };
             auto send_write = [&]() -> std::string {
-                buf(0)[size ? size - 1 : 0] = tag;
+                src(0)[size ? size - 1 : 0] = tag;
                 if (std::string e = post_one(0, std::max<uint64_t>(size, 1), true, 0); !e.empty())
                     return e;
                 return wait_completion(false);

@@ -93,7 +93,11 @@ class endpoint {
   private:
     std::string post_one(size_t qi, uint64_t size, bool signaled, uint64_t wr_id);
     std::string poll_errors(const wc *w, int n);
-    uint8_t *buf(size_t qi) { return buf_.data() + qi * p_.max_size; }
+    /* Per QP two halves: what the peer writes, reads and receives into
+     * (advertised in the key), then what this side sends from, so that a
+     * write_lat side never sees its own outgoing tag as the peer's. */
+    uint8_t *buf(size_t qi) { return buf_.data() + qi * 2 * p_.max_size; }
+    uint8_t *src(size_t qi) { return buf(qi) + p_.max_size; }
 
     app::stack &st_;
     perf_params p_;
