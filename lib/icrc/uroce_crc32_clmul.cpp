@@ -18,7 +18,7 @@
 #endif
 /* Up to this many 16-byte blocks, the loop-free form (all folds independent). */
 #ifndef UROCE_CLMUL_SHORT_BLOCKS
-#define UROCE_CLMUL_SHORT_BLOCKS 32
+#define UROCE_CLMUL_SHORT_BLOCKS 8
 #endif
 
 namespace uroce {
