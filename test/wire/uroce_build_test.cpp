@@ -136,7 +136,9 @@ TEST(build, every_opcode_round_trips) {
             EXPECT_EQ(p.opcode, op);
             EXPECT_EQ(p.payload_len, len) << info.name;
             EXPECT_EQ(p.pad, pad_for(len));
-            EXPECT_EQ(0, std::memcmp(p.payload(), payload.data(), len));
+            if (len) {
+                EXPECT_EQ(0, std::memcmp(p.payload(), payload.data(), len));
+            }
             EXPECT_EQ(p.psn(), b.psn);
             EXPECT_EQ(p.dest_qp(), b.dest_qp);
             EXPECT_EQ(p.bth()->se(), b.solicited);
@@ -229,7 +231,9 @@ TEST(build, mbuf_chain) {
             std::memmove(flat.data(), bytes, flat.size());
             roce_packet q;
             ASSERT_EQ(parse_frame_verified(flat.data(), flat.size(), q), parse_error::ok);
-            EXPECT_EQ(0, std::memcmp(flat.data() + q.payload_offset, payload.data(), len));
+            if (len) {
+                EXPECT_EQ(0, std::memcmp(flat.data() + q.payload_offset, payload.data(), len));
+            }
             rte_pktmbuf_free(head);
         }
     }
