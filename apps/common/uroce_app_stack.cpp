@@ -199,6 +199,18 @@ int parse_stack_option(int argc, char **argv, int i, stack_options &o, std::stri
     return 0;
 }
 
+bool split_stack_options(int argc, char **argv, stack_options &o, std::vector<char *> &rest,
+                         std::string &err) {
+    rest.assign(1, argv[0]);
+    for (int i = 1; i < argc;) {
+        int used = parse_stack_option(argc, argv, i, o, err);
+        if (used < 0) return false;
+        if (used == 0) rest.push_back(argv[i++]);
+        i += used;
+    }
+    return true;
+}
+
 const char *stack_options_help() {
     return "  --vdev SPEC          DPDK vdev to attach to (default net_ring pair / see app)\n"
            "  --port-id N          an existing DPDK port\n"

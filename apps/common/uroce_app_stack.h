@@ -62,6 +62,10 @@ struct stack_options {
  * is not one, the number of arguments consumed, or -1 with err set. */
 int parse_stack_option(int argc, char **argv, int i, stack_options &o, std::string &err);
 const char *stack_options_help();
+/* Takes every stack option out of argv into o; rest gets argv[0] and the
+ * app's own arguments, in order, for getopt. False with err set. */
+bool split_stack_options(int argc, char **argv, stack_options &o, std::vector<char *> &rest,
+                         std::string &err);
 
 class stack {
   public:

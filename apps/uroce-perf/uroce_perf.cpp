@@ -98,16 +98,11 @@ void usage(const char *argv0) {
 }
 
 int parse_args(int argc, char **argv, options &o) {
-    std::vector<char *> rest{argv[0]};
+    std::vector<char *> rest;
     std::string err;
-    for (int i = 1; i < argc;) {
-        int used = app::parse_stack_option(argc, argv, i, o.stack, err);
-        if (used < 0) {
-            std::fprintf(stderr, "uroce-perf: %s\n", err.c_str());
-            return 2;
-        }
-        if (used == 0) rest.push_back(argv[i++]);
-        i += used;
+    if (!app::split_stack_options(argc, argv, o.stack, rest, err)) {
+        std::fprintf(stderr, "%s: %s\n", argv[0], err.c_str());
+        return 2;
     }
     enum { opt_gbits = 1000, opt_loopback, opt_timeout };
     static const option long_options[] = {

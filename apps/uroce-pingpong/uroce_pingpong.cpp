@@ -96,16 +96,11 @@ bool parse_mtu(long v, mtu &out) {
 
 /* Returns 0 to go on, or the exit code. */
 int parse_args(int argc, char **argv, options &o) {
-    std::vector<char *> rest{argv[0]};
+    std::vector<char *> rest;
     std::string err;
-    for (int i = 1; i < argc;) {
-        int used = parse_stack_option(argc, argv, i, o.stack, err);
-        if (used < 0) {
-            std::fprintf(stderr, "%s: %s\n", argv[0], err.c_str());
-            return 2;
-        }
-        if (used == 0) rest.push_back(argv[i++]);
-        i += used;
+    if (!split_stack_options(argc, argv, o.stack, rest, err)) {
+        std::fprintf(stderr, "%s: %s\n", argv[0], err.c_str());
+        return 2;
     }
     static const option long_options[] = {
         {"port", required_argument, nullptr, 'p'},

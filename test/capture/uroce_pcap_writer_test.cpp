@@ -11,29 +11,14 @@
 #include <rte_eal.h>
 #include <rte_mbuf.h>
 
+#include "eal_env.h"
 #include "pcap_frames.h"
 #include "uroce_pcap_writer.h"
 
 namespace uroce {
 namespace {
 
-class eal_env : public ::testing::Environment {
-  public:
-    void SetUp() override {
-        const char *argv[] = {"uroce_pcap_writer_test",
-                              "--no-huge",
-                              "-m",
-                              "128",
-                              "--no-pci",
-                              "--no-shconf",
-                              "--no-telemetry",
-                              "-l",
-                              "0",
-                              "--log-level=*:warning"};
-        ASSERT_GE(rte_eal_init(int(std::size(argv)), const_cast<char **>(argv)), 0);
-    }
-};
-const auto *const env = ::testing::AddGlobalTestEnvironment(new eal_env);
+const auto *const env = ::testing::AddGlobalTestEnvironment(new test::eal_env("128"));
 
 std::string temp_path(const char *name) {
     return std::string(::testing::TempDir()) + "/uroce_" + std::to_string(getpid()) + "_" + name;

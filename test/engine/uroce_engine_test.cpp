@@ -17,6 +17,7 @@
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
+#include "eal_env.h"
 #include "pcap_frames.h"
 #include "uroce_build.h"
 #include "uroce_device.h"
@@ -29,13 +30,11 @@
 namespace uroce {
 namespace {
 
-class eal_env : public ::testing::Environment {
+class eal_env : public test::eal_env {
   public:
+    eal_env() : test::eal_env("512") {}
     void SetUp() override {
-        const char *argv[] = {
-            "uroce_engine_test", "--no-huge",      "-m", "512", "--no-pci",
-            "--no-shconf",       "--no-telemetry", "-l", "0",   "--log-level=*:warning"};
-        ASSERT_GE(rte_eal_init(int(std::size(argv)), const_cast<char **>(argv)), 0);
+        test::eal_env::SetUp();
         pool = rte_pktmbuf_pool_create("engine_ut", 2047, 0, 0, RTE_PKTMBUF_HEADROOM + 2048,
                                        SOCKET_ID_ANY);
         ASSERT_NE(pool, nullptr);
@@ -405,7 +404,8 @@ TEST_F(engine_pair, send_pingpong_64k) {
         rw.sg_list = &rs;
         rw.num_sge = 1;
         recv_wr *bad;
-        for (int i = 0; i < n; i++) ASSERT_EQ(post_recv(s.q, &rw, &bad), verbs_error::ok);
+        for (int i = 0; i < n; i++)
+            ASSERT_EQ(post_recv(s.q, &rw, &bad), verbs_error::ok);
     };
     auto send = [&](stack &s) {
         sge ss{uint64_t(uintptr_t(s.buf.data())), size, mr_lkey(s.m)};
@@ -427,11 +427,13 @@ TEST_F(engine_pair, send_pingpong_64k) {
             wc w;
             pump();
             while (poll_cq(a.cq, 1, &w) == 1) {
-                ASSERT_EQ(w.status, wc_status::success) << "iteration " << iter << ": " << wc_status_str(w.status);
+                ASSERT_EQ(w.status, wc_status::success)
+                    << "iteration " << iter << ": " << wc_status_str(w.status);
                 got++;
             }
             while (poll_cq(b.cq, 1, &w) == 1) {
-                ASSERT_EQ(w.status, wc_status::success) << "iteration " << iter << ": " << wc_status_str(w.status);
+                ASSERT_EQ(w.status, wc_status::success)
+                    << "iteration " << iter << ": " << wc_status_str(w.status);
                 got++;
                 post_recvs(b, 1);
             }

@@ -9,6 +9,7 @@
 #include <rte_eal.h>
 #include <rte_mbuf.h>
 
+#include "eal_env.h"
 #include "pcap_frames.h"
 #include "uroce_build.h"
 #include "uroce_icrc.h"
@@ -16,13 +17,10 @@
 namespace uroce {
 namespace {
 
-class eal_env : public ::testing::Environment {
+class eal_env : public test::eal_env {
   public:
     void SetUp() override {
-        const char *argv[] = {
-            "uroce_build_test", "--no-huge",      "-m", "256", "--no-pci",
-            "--no-shconf",      "--no-telemetry", "-l", "0",   "--log-level=*:warning"};
-        ASSERT_GE(rte_eal_init(int(std::size(argv)), const_cast<char **>(argv)), 0);
+        test::eal_env::SetUp();
         pool = rte_pktmbuf_pool_create("build_test", 1024, 0, 0, 2048 + RTE_PKTMBUF_HEADROOM,
                                        SOCKET_ID_ANY);
         ASSERT_NE(pool, nullptr);

@@ -6,21 +6,13 @@
 #include <rte_eal.h>
 #include <rte_mbuf.h>
 
+#include "eal_env.h"
 #include "uroce_ethdev.h"
 
 namespace uroce {
 namespace {
 
-class eal_env : public ::testing::Environment {
-  public:
-    void SetUp() override {
-        const char *argv[] = {
-            "uroce_ethdev_test", "--no-huge",      "-m", "512", "--no-pci",
-            "--no-shconf",       "--no-telemetry", "-l", "0",   "--log-level=*:warning"};
-        ASSERT_GE(rte_eal_init(int(std::size(argv)), const_cast<char **>(argv)), 0);
-    }
-};
-const auto *const env = ::testing::AddGlobalTestEnvironment(new eal_env);
+const auto *const env = ::testing::AddGlobalTestEnvironment(new test::eal_env("512"));
 
 /* A frame of len bytes (byte i = i * 7), chained when one mbuf cannot hold it. */
 rte_mbuf *make_frame(rte_mempool *pool, uint32_t len) {
