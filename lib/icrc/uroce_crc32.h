@@ -30,7 +30,8 @@ enum class crc32_path : uint8_t { scalar, clmul, vclmul };
  * over the concatenation a||b. Never reads outside [data, data+len). */
 uint32_t crc32_update(uint32_t reg, const void *data, size_t len);        /* dispatched */
 uint32_t crc32_update_scalar(uint32_t reg, const void *data, size_t len);  /* slicing-by-8 */
-uint32_t crc32_update_clmul(uint32_t reg, const void *data, size_t len);   /* only if supported */
+uint32_t crc32_update_clmul(uint32_t reg, const void *data, size_t len);   /* only if supported;
+                                                                             VEX-encoded if AVX is usable */
 uint32_t crc32_update_vclmul(uint32_t reg, const void *data, size_t len);  /* only if supported */
 
 bool crc32_path_supported(crc32_path p);

@@ -24,12 +24,12 @@
 /* Below YMM_MIN bytes the 128-bit short path (latency-bound anyway), below
  * LOOP_MIN the loop-free 256-bit path, then the N-accumulator loop. */
 #ifndef UROCE_VCLMUL_YMM_MIN
-#define UROCE_VCLMUL_YMM_MIN 64
+#define UROCE_VCLMUL_YMM_MIN 144
 #endif
 #ifndef UROCE_VCLMUL_LOOP_MIN
 #define UROCE_VCLMUL_LOOP_MIN 512
 #endif
-static_assert(UROCE_VCLMUL_YMM_MIN >= 32 && UROCE_VCLMUL_LOOP_MIN <= 16 * (uroce::crc32_detail::fold_max_dist + 1) &&
+static_assert(UROCE_VCLMUL_YMM_MIN >= 48 && UROCE_VCLMUL_LOOP_MIN <= 16 * (uroce::crc32_detail::fold_max_dist + 1) &&
                   UROCE_VCLMUL_LOOP_MIN >= 16 * (2 * UROCE_VCLMUL_ACCS + 1),
               "bad vclmul thresholds");
 
@@ -53,31 +53,28 @@ UROCE_VCLMUL_INLINE __m256i fold32(__m256i x, __m256i k)
  * whose high lane is d-1 blocks before it (2 <= d <= fold_max_dist). */
 UROCE_VCLMUL_INLINE __m256i fold_k2(unsigned d) { return loadu256(&fold_table[fold_index(d)]); }
 
-/* 32 <= n < 16 * (fold_max_dist + 1) bytes, no loop: like crc_xmm_short but
- * two blocks per multiply. The last block (distance 0) is XORed as is; the
- * m-1 blocks before it go in pairs from the front, after one single block if
- * their count is odd; the head (distance m) is a single block too. */
+/* 48 <= n < 16 * (fold_max_dist + 1) bytes, no loop: like crc_xmm_short but
+ * two blocks per multiply. The last block (distance 0) is XORed as is. The
+ * seeded first block and the head are folded as single 16-byte blocks, so
+ * the register never has to be inserted into a ymm (an insert on the critical
+ * path cost ~2 ns here); so is block 1 if needed to leave an even count, and
+ * the rest go in pairs. */
 UROCE_VCLMUL_INLINE uint32_t crc_ymm_short(uint32_t reg, const uint8_t *p, size_t n)
 {
     const unsigned r = static_cast<unsigned>(n & 15);
-    const unsigned m = static_cast<unsigned>(n >> 4); /* 2..fold_max_dist */
+    const unsigned m = static_cast<unsigned>(n >> 4); /* 3..fold_max_dist */
     const uint8_t *q = p + r;
     __m128i head;
     const __m128i b0 = first_block(reg, p, r, &head);
-    __m128i x0 = loadu128(q + 16 * (m - 1)), x1 = _mm_setzero_si128();
-    if (r)
-        x1 = fold16(head, fold_k(m));
-    __m256i y0 = _mm256_setzero_si256(), y1 = y0;
-    unsigned j;
-    if ((m - 1) & 1) {
-        x0 = _mm_xor_si128(x0, fold16(b0, fold_k(m - 1)));
-        j = 1;
-    } else {
-        /* m-1 >= 2 here: the first pair is blocks 0 and 1, block 0 seeded. */
-        y0 = fold32(_mm256_inserti128_si256(loadu256(q), b0, 0), fold_k2(m - 1));
+    __m128i x0 = _mm_xor_si128(loadu128(q + 16 * (m - 1)), fold16(b0, fold_k(m - 1)));
+    __m128i x1 = r ? fold16(head, fold_k(m)) : _mm_setzero_si128();
+    unsigned j = 1;
+    if ((m - 2) & 1) {
+        x1 = _mm_xor_si128(x1, fold16(loadu128(q + 16), fold_k(m - 2)));
         j = 2;
     }
-    for (; j + 1 < m; j += 2) {
+    __m256i y0 = _mm256_setzero_si256(), y1 = y0;
+    for (; j + 1 < m - 1; j += 2) { /* pair (j, j+1), both before the last block */
         const __m256i f = fold32(loadu256(q + 16 * j), fold_k2(m - 1 - j));
         if (j & 2)
             y1 = _mm256_xor_si256(y1, f);

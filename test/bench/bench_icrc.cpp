@@ -303,7 +303,7 @@ public:
 
 void print_table(const collecting_reporter &rep)
 {
-    std::printf("\n%-7s %-26s %9s %9s %8s\n", "size", "impl", "GB/s", "ns/call", "x_isal");
+    std::printf("\n%-7s %-36s %9s %9s %8s\n", "size", "impl", "GB/s", "ns/call", "x_isal");
     for (int64_t size : sizes) {
         const auto isal = rep.crc.find({"isal", size});
         for (const auto &[key, r] : rep.crc) {
@@ -315,14 +315,19 @@ void print_table(const collecting_reporter &rep)
             std::string impl = key.first;
             if (!r.label.empty())
                 impl += " (" + r.label + ")";
-            std::printf("%-7lld %-26s %9.2f %9.1f %8s\n", static_cast<long long>(size), impl.c_str(),
+            std::printf("%-7lld %-36s %9.2f %9.1f %8s\n", static_cast<long long>(size), impl.c_str(),
                         r.bytes_per_s / 1e9, r.ns_per_call, ratio);
         }
     }
     if (!rep.others.empty()) {
+        /* With repetitions, only the medians. */
+        bool have_median = false;
+        for (const auto &o : rep.others)
+            have_median |= o.second.median;
         std::printf("\n%-44s %-24s %9s\n", "icrc benchmark", "case", "ns/call");
         for (const auto &[name, r] : rep.others)
-            std::printf("%-44s %-24s %9.1f\n", name.c_str(), r.label.c_str(), r.ns_per_call);
+            if (r.median || !have_median)
+                std::printf("%-44s %-24s %9.1f\n", name.c_str(), r.label.c_str(), r.ns_per_call);
     }
 }
 
