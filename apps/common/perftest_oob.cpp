@@ -19,27 +19,6 @@ namespace uroce::oob::perftest {
 
 namespace {
 
-int hex_value(uint8_t c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
-std::string printable(std::span<const uint8_t> b) {
-    std::string s;
-    for (uint8_t c : b) {
-        if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
-            s.push_back(static_cast<char>(c));
-        } else {
-            char x[8];
-            std::snprintf(x, sizeof x, "\\x%02x", c);
-            s += x;
-        }
-    }
-    return s;
-}
-
 std::span<const uint8_t> bytes_of(std::string_view s) {
     return {reinterpret_cast<const uint8_t *>(s.data()), s.size()};
 }
@@ -55,10 +34,14 @@ constexpr std::string_view what_key = "the key exchange";
 
 const char *verb_name(verb v) {
     switch (v) {
-    case verb::send: return "send";
-    case verb::write: return "write";
-    case verb::read: return "read";
-    case verb::atomic: return "atomic";
+    case verb::send:
+        return "send";
+    case verb::write:
+        return "write";
+    case verb::read:
+        return "read";
+    case verb::atomic:
+        return "atomic";
     }
     return "?";
 }
@@ -69,7 +52,9 @@ std::string test_name(verb v, test_kind k) {
 
 /* ---- KEY messages --------------------------------------------------------- */
 
-size_t key_size(key_format f) { return f == key_format::gid ? key_size_gid : key_size_no_gid; }
+size_t key_size(key_format f) {
+    return f == key_format::gid ? key_size_gid : key_size_no_gid;
+}
 
 std::vector<uint8_t> format_key(const key &k, key_format f) {
     /* ethernet_write_keys: sprintf into char msg[KEY_MSG_SIZE(_GID)] and
@@ -77,18 +62,19 @@ std::vector<uint8_t> format_key(const key &k, key_format f) {
     char buf[key_size_gid + 16];
     int n;
     if (f == key_format::gid) {
-        n = std::snprintf(buf, sizeof buf,
-                          "%04x:%04x:%06x:%06x:%08x:%016llx:"
-                          "%02x:%02x:%02x:%02x:%02x:%02x:%02x:%02x:%02x:%02x:%02x:%02x:%02x:%02x:%02x:%02x:"
-                          "%08x:",
-                          k.lid, k.out_reads, k.qpn & 0xffffffu, k.psn & 0xffffffu, k.rkey,
-                          static_cast<unsigned long long>(k.vaddr), k.gid[0], k.gid[1], k.gid[2], k.gid[3],
-                          k.gid[4], k.gid[5], k.gid[6], k.gid[7], k.gid[8], k.gid[9], k.gid[10], k.gid[11],
-                          k.gid[12], k.gid[13], k.gid[14], k.gid[15], k.srqn);
+        n = std::snprintf(
+            buf, sizeof buf,
+            "%04x:%04x:%06x:%06x:%08x:%016llx:"
+            "%02x:%02x:%02x:%02x:%02x:%02x:%02x:%02x:%02x:%02x:%02x:%02x:%02x:%02x:%02x:%02x:"
+            "%08x:",
+            k.lid, k.out_reads, k.qpn & 0xffffffu, k.psn & 0xffffffu, k.rkey,
+            static_cast<unsigned long long>(k.vaddr), k.gid[0], k.gid[1], k.gid[2], k.gid[3],
+            k.gid[4], k.gid[5], k.gid[6], k.gid[7], k.gid[8], k.gid[9], k.gid[10], k.gid[11],
+            k.gid[12], k.gid[13], k.gid[14], k.gid[15], k.srqn);
     } else {
-        n = std::snprintf(buf, sizeof buf, "%04x:%04x:%06x:%06x:%08x:%016llx:%08x", k.lid, k.out_reads,
-                          k.qpn & 0xffffffu, k.psn & 0xffffffu, k.rkey, static_cast<unsigned long long>(k.vaddr),
-                          k.srqn);
+        n = std::snprintf(buf, sizeof buf, "%04x:%04x:%06x:%06x:%08x:%016llx:%08x", k.lid,
+                          k.out_reads, k.qpn & 0xffffffu, k.psn & 0xffffffu, k.rkey,
+                          static_cast<unsigned long long>(k.vaddr), k.srqn);
     }
     std::vector<uint8_t> out(key_size(f), 0);
     std::memcpy(out.data(), buf, std::min(static_cast<size_t>(n), out.size() - 1));
@@ -98,25 +84,29 @@ std::vector<uint8_t> format_key(const key &k, key_format f) {
 result<key> parse_key(std::span<const uint8_t> msg) {
     const bool with_gid = msg.size() == key_size_gid;
     if (!with_gid && msg.size() != key_size_no_gid)
-        return make_error(errc::malformed, "perftest KEY message has " + std::to_string(msg.size()) +
-                                               " bytes, expected " + std::to_string(key_size_gid) + " or " +
+        return make_error(errc::malformed, "perftest KEY message has " +
+                                               std::to_string(msg.size()) + " bytes, expected " +
+                                               std::to_string(key_size_gid) + " or " +
                                                std::to_string(key_size_no_gid));
     auto bad = [&](const std::string &why) {
-        return make_error(errc::malformed, "malformed perftest KEY message from peer: " + why + ": \"" +
-                                               printable(msg) + "\"");
+        return make_error(errc::malformed, "malformed perftest KEY message from peer: " + why +
+                                               ": \"" + printable(msg) + "\"");
     };
     size_t pos = 0;
     /* One fixed-width hex field followed by `sep`. */
-    auto field = [&](size_t width, char sep, uint64_t &out, const char *name) -> std::optional<error> {
+    auto field = [&](size_t width, char sep, uint64_t &out,
+                     const char *name) -> std::optional<error> {
         uint64_t v = 0;
         for (size_t i = 0; i < width; ++i) {
             int h = hex_value(msg[pos + i]);
-            if (h < 0) return bad(std::string(name) + " is not " + std::to_string(width) + " hex digits");
+            if (h < 0)
+                return bad(std::string(name) + " is not " + std::to_string(width) + " hex digits");
             v = (v << 4) | static_cast<uint64_t>(h);
         }
         pos += width;
         if (msg[pos] != static_cast<uint8_t>(sep))
-            return bad(sep ? std::string("expected ':' after ") + name : std::string("missing the terminating NUL"));
+            return bad(sep ? std::string("expected ':' after ") + name
+                           : std::string("missing the terminating NUL"));
         ++pos;
         out = v;
         return std::nullopt;
@@ -160,20 +150,23 @@ std::array<uint8_t, version_size> format_version(std::string_view v) {
 
 result<std::string> parse_version(std::span<const uint8_t> msg) {
     size_t n = 0;
-    while (n < msg.size() && msg[n] != 0) ++n;
+    while (n < msg.size() && msg[n] != 0)
+        ++n;
     if (n == msg.size())
-        return make_error(errc::malformed,
-                          "perftest version from peer is not NUL-terminated: \"" + printable(msg) + "\"");
+        return make_error(errc::malformed, "perftest version from peer is not NUL-terminated: \"" +
+                                               printable(msg) + "\"");
     for (size_t i = 0; i < n; ++i)
         if (msg[i] < 0x20 || msg[i] >= 0x7f)
-            return make_error(errc::malformed, "perftest version from peer is not text: \"" + printable(msg) + "\"");
+            return make_error(errc::malformed,
+                              "perftest version from peer is not text: \"" + printable(msg) + "\"");
     return std::string(reinterpret_cast<const char *>(msg.data()), n);
 }
 
 double version_number(std::string_view v) {
     /* atof(): leading whitespace, then the longest number prefix; 0 if none. */
     size_t i = 0;
-    while (i < v.size() && (v[i] == ' ' || v[i] == '\t')) ++i;
+    while (i < v.size() && (v[i] == ' ' || v[i] == '\t'))
+        ++i;
     double d = 0;
     auto r = std::from_chars(v.data() + i, v.data() + v.size(), d);
     return r.ec == std::errc() ? d : 0.0;
@@ -181,30 +174,36 @@ double version_number(std::string_view v) {
 
 std::array<uint8_t, 4> format_be32(int32_t v) {
     uint32_t u = static_cast<uint32_t>(v);
-    return {static_cast<uint8_t>(u >> 24), static_cast<uint8_t>(u >> 16), static_cast<uint8_t>(u >> 8),
-            static_cast<uint8_t>(u)};
+    return {static_cast<uint8_t>(u >> 24), static_cast<uint8_t>(u >> 16),
+            static_cast<uint8_t>(u >> 8), static_cast<uint8_t>(u)};
 }
 
 int32_t parse_be32(std::span<const uint8_t, 4> b) {
-    return static_cast<int32_t>((uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) |
-                                uint32_t{b[3]});
+    return static_cast<int32_t>((uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) |
+                                (uint32_t{b[2]} << 8) | uint32_t{b[3]});
 }
 
 std::array<uint8_t, 8> format_be64(uint64_t v) {
     std::array<uint8_t, 8> out{};
-    for (int i = 0; i < 8; ++i) out[i] = static_cast<uint8_t>(v >> (56 - 8 * i));
+    for (int i = 0; i < 8; ++i)
+        out[i] = static_cast<uint8_t>(v >> (56 - 8 * i));
     return out;
 }
 
 uint64_t parse_be64(std::span<const uint8_t, 8> b) {
     uint64_t v = 0;
-    for (int i = 0; i < 8; ++i) v = (v << 8) | b[i];
+    for (int i = 0; i < 8; ++i)
+        v = (v << 8) | b[i];
     return v;
 }
 
-std::array<uint8_t, 8> format_double(double v) { return format_be64(std::bit_cast<uint64_t>(v)); }
+std::array<uint8_t, 8> format_double(double v) {
+    return format_be64(std::bit_cast<uint64_t>(v));
+}
 
-double parse_double(std::span<const uint8_t, 8> b) { return std::bit_cast<double>(parse_be64(b)); }
+double parse_double(std::span<const uint8_t, 8> b) {
+    return std::bit_cast<double>(parse_be64(b));
+}
 
 std::array<uint8_t, mtu_msg_size> format_mtu(int mtu_enum) {
     /* check_mtu: sprintf(cur, "%d", curr_mtu), then 2 bytes of it. */
@@ -217,8 +216,10 @@ std::array<uint8_t, mtu_msg_size> format_mtu(int mtu_enum) {
 }
 
 result<int> parse_mtu(std::span<const uint8_t> msg) {
-    if (msg.size() != mtu_msg_size || msg[0] < '0' || msg[0] > '9' || (msg[1] != 0 && (msg[1] < '0' || msg[1] > '9')))
-        return make_error(errc::malformed, "malformed perftest MTU message from peer: \"" + printable(msg) + "\"");
+    if (msg.size() != mtu_msg_size || msg[0] < '0' || msg[0] > '9' ||
+        (msg[1] != 0 && (msg[1] < '0' || msg[1] > '9')))
+        return make_error(errc::malformed,
+                          "malformed perftest MTU message from peer: \"" + printable(msg) + "\"");
     int v = msg[0] - '0';
     if (msg[1]) v = v * 10 + (msg[1] - '0');
     return v;
@@ -272,15 +273,19 @@ result<bw_report> parse_bw_report(std::span<const uint8_t> msg, bool per_port) {
 result<void> validate(const config &c) {
     double v = version_number(c.version);
     if (c.version.size() >= version_size)
-        return make_error(errc::invalid, "perftest version \"" + c.version + "\" is longer than 15 characters");
+        return make_error(errc::invalid,
+                          "perftest version \"" + c.version + "\" is longer than 15 characters");
     if (v < min_peer_version || v >= negotiate_version)
-        return make_error(errc::invalid, "advertised perftest version \"" + c.version +
-                                             "\" must be in [5.70, 6.28): older peers refuse < 5.70, and >= 6.28 "
-                                             "would require negotiate_params");
+        return make_error(errc::invalid,
+                          "advertised perftest version \"" + c.version +
+                              "\" must be in [5.70, 6.28): older peers refuse < 5.70, and >= 6.28 "
+                              "would require negotiate_params");
     if (c.num_qps < 1 || c.num_qps > 65536)
-        return make_error(errc::invalid, "number of QPs must be in 1..65536, got " + std::to_string(c.num_qps));
+        return make_error(errc::invalid,
+                          "number of QPs must be in 1..65536, got " + std::to_string(c.num_qps));
     if (c.mtu < 1 || c.mtu > 5)
-        return make_error(errc::invalid, "MTU must be an ibv_mtu enum 1..5, got " + std::to_string(c.mtu));
+        return make_error(errc::invalid,
+                          "MTU must be an ibv_mtu enum 1..5, got " + std::to_string(c.mtu));
     if (c.duplex && c.kind == test_kind::lat)
         return make_error(errc::invalid, "bidirectional (-b) applies only to bw tests");
     return {};
@@ -330,17 +335,20 @@ result<negotiated> session::preamble() {
     n.remote_version_number = version_number(*rv);
     /* check_version_compatibility: atof(rem_version) < 5.70 -> exit. */
     if (n.remote_version_number < min_peer_version)
-        return make_error(errc::incompatible, "peer perftest version \"" + n.remote_version +
-                                                  "\" is older than 5.70; perftest refuses to talk to it");
+        return make_error(errc::incompatible,
+                          "peer perftest version \"" + n.remote_version +
+                              "\" is older than 5.70; perftest refuses to talk to it");
 
     /* check_sys_data (peer >= 5.32): cycle_buffer then cache_line_size,
      * each hton_int; both sides keep the max. */
     auto mine_cb = format_be32(cfg_.cycle_buffer);
     std::array<uint8_t, 4> rem_cb{};
-    if (auto r = xchg(mine_cb, rem_cb, cfg_.timeout, "the peer's page size (cycle_buffer)"); !r) return r.err();
+    if (auto r = xchg(mine_cb, rem_cb, cfg_.timeout, "the peer's page size (cycle_buffer)"); !r)
+        return r.err();
     auto mine_cl = format_be32(cfg_.cache_line_size);
     std::array<uint8_t, 4> rem_cl{};
-    if (auto r = xchg(mine_cl, rem_cl, cfg_.timeout, "the peer's cache line size"); !r) return r.err();
+    if (auto r = xchg(mine_cl, rem_cl, cfg_.timeout, "the peer's cache line size"); !r)
+        return r.err();
     n.cycle_buffer = std::max(cfg_.cycle_buffer, parse_be32(rem_cb));
     n.cache_line_size = std::max(cfg_.cache_line_size, parse_be32(rem_cl));
 
@@ -386,8 +394,8 @@ result<bw_report> session::xchg_bw_reports(const bw_report &mine, milliseconds t
     auto out = format_bw_report(mine, cfg_.report_per_port);
     std::vector<uint8_t> in(out.size());
     for (size_t off = 0; off < out.size(); off += 8) {
-        auto r = xchg(std::span<const uint8_t>(out).subspan(off, 8), std::span<uint8_t>(in).subspan(off, 8), t,
-                      "the bw report exchange");
+        auto r = xchg(std::span<const uint8_t>(out).subspan(off, 8),
+                      std::span<uint8_t>(in).subspan(off, 8), t, "the bw report exchange");
         if (!r) return r.err();
     }
     return parse_bw_report(in, cfg_.report_per_port);
@@ -401,7 +409,8 @@ result<void> session::close_connection(const key &mine, milliseconds t) {
     if (cfg_.send_done) {
         /* The peer may already have closed (perftest >= 6.x does not wait):
          * a failure here is not an error of the exchange. */
-        (void)sock_.write_all(bytes_of(std::string_view("done", done_size)), t, "the final \"done\"");
+        (void)sock_.write_all(bytes_of(std::string_view("done", done_size)), t,
+                              "the final \"done\"");
     }
     /* Send our FIN, then read the peer's "done" and EOF so our close does
      * not reset the connection under unread bytes. Bounded, best effort. */
@@ -424,11 +433,13 @@ std::vector<uint64_t> sizes_for(const config &c, const negotiated &n) {
     if (c.test_verb == verb::send && c.ud) {
         int b = mtu_bytes(n.mtu);
         int p = 0;
-        while ((1 << (p + 1)) <= b) ++p;
+        while ((1 << (p + 1)) <= b)
+            ++p;
         max_pow = p + 1;
     }
     std::vector<uint64_t> s;
-    for (int i = 1; i < max_pow; ++i) s.push_back(uint64_t{1} << i);
+    for (int i = 1; i < max_pow; ++i)
+        s.push_back(uint64_t{1} << i);
     return s;
 }
 
@@ -436,7 +447,8 @@ result<outcome> run_sequence(session &s, const hooks &h) {
     const config &c = s.cfg();
     if (auto v = validate(c); !v) return v.err();
     if (!h.create_local || !h.connect_qps)
-        return make_error(errc::invalid, "perftest run: create_local and connect_qps hooks are required");
+        return make_error(errc::invalid,
+                          "perftest run: create_local and connect_qps hooks are required");
     const bool client = c.side == role::client;
     const bool bw = c.kind == test_kind::bw;
     const milliseconds st = c.timeout, tt = c.test_timeout;
@@ -471,10 +483,12 @@ result<outcome> run_sequence(session &s, const hooks &h) {
         return {};
     };
     auto run_one = [&](uint64_t size) -> result<bw_report> {
-        if (!h.run) return make_error(errc::invalid, "perftest run: the run hook is required on this side");
+        if (!h.run)
+            return make_error(errc::invalid, "perftest run: the run hook is required on this side");
         auto r = h.run(size);
-        if (!r) return make_error(errc::callback, "the measurement at size " + std::to_string(size) +
-                                                      " failed: " + r.message());
+        if (!r)
+            return make_error(errc::callback, "the measurement at size " + std::to_string(size) +
+                                                  " failed: " + r.message());
         return r;
     };
     auto prepare = [&](uint64_t size) -> result<void> {
@@ -604,7 +618,8 @@ result<outcome> run_sequence(session &s, const hooks &h) {
          * server goes straight to ctx_close_connection; the client runs
          * (read_lat RUN_ALL: sizes 2..2^23; atomic_lat: once), then closes. */
         if (client) {
-            std::vector<uint64_t> sz = c.test_verb == verb::atomic ? std::vector<uint64_t>{c.size} : sizes;
+            std::vector<uint64_t> sz =
+                c.test_verb == verb::atomic ? std::vector<uint64_t>{c.size} : sizes;
             for (uint64_t size : sz)
                 if (auto r = run_one(size); !r) return r.err();
         }
@@ -631,7 +646,8 @@ result<outcome> run_client(std::string_view host, uint16_t port, const config &c
     return run(*s, h);
 }
 
-result<outcome> run_server(tcp_listener &l, const config &c, const hooks &h, milliseconds accept_timeout) {
+result<outcome> run_server(tcp_listener &l, const config &c, const hooks &h,
+                           milliseconds accept_timeout) {
     auto s = session::accept(l, c, accept_timeout);
     if (!s) return s.err();
     return run(*s, h);

@@ -15,31 +15,9 @@ namespace {
 
 constexpr char hex_digits[] = "0123456789abcdef";
 
-int hex_value(uint8_t c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
-/* Printable copy of a peer message for error lines. */
-std::string printable(std::span<const uint8_t> b) {
-    std::string s;
-    for (uint8_t c : b) {
-        if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
-            s.push_back(static_cast<char>(c));
-        } else {
-            char x[8];
-            std::snprintf(x, sizeof x, "\\x%02x", c);
-            s += x;
-        }
-    }
-    return s;
-}
-
 error malformed(std::string_view why, std::span<const uint8_t> msg) {
-    return make_error(errc::malformed, "malformed pingpong address message from peer: " + std::string(why) +
-                                           ": \"" + printable(msg) + "\"");
+    return make_error(errc::malformed, "malformed pingpong address message from peer: " +
+                                           std::string(why) + ": \"" + printable(msg) + "\"");
 }
 
 /* Fixed-width hex field at msg[off, off+width). */
@@ -55,7 +33,8 @@ bool hex_field(std::span<const uint8_t> msg, size_t off, size_t width, uint32_t 
 }
 
 void put_hex(uint8_t *dst, uint32_t v, size_t width) {
-    for (size_t i = 0; i < width; ++i) dst[width - 1 - i] = static_cast<uint8_t>(hex_digits[(v >> (4 * i)) & 0xf]);
+    for (size_t i = 0; i < width; ++i)
+        dst[width - 1 - i] = static_cast<uint8_t>(hex_digits[(v >> (4 * i)) & 0xf]);
 }
 
 constexpr std::string_view what_addr = "the pingpong address exchange";
@@ -103,8 +82,9 @@ message format(const dest &d) {
 
 result<dest> parse(std::span<const uint8_t> msg) {
     if (msg.size() != msg_size)
-        return make_error(errc::malformed, "pingpong address message has " + std::to_string(msg.size()) +
-                                               " bytes, expected " + std::to_string(msg_size));
+        return make_error(errc::malformed, "pingpong address message has " +
+                                               std::to_string(msg.size()) + " bytes, expected " +
+                                               std::to_string(msg_size));
     dest d;
     uint32_t v = 0;
     if (!hex_field(msg, 0, 4, v)) return malformed("LID is not 4 hex digits", msg);
@@ -138,7 +118,8 @@ result<dest> client_exchange(tcp_socket &sock, const dest &local, milliseconds t
     return rem;
 }
 
-result<dest> server_exchange(tcp_socket &sock, const dest &local, const connect_hook &hook, milliseconds timeout) {
+result<dest> server_exchange(tcp_socket &sock, const dest &local, const connect_hook &hook,
+                             milliseconds timeout) {
     /* pp_server_exch_dest: read theirs, pp_connect_ctx (RTR/RTS), write
      * ours, read "done" (the stock server checks only its length). */
     message in{};
@@ -148,7 +129,8 @@ result<dest> server_exchange(tcp_socket &sock, const dest &local, const connect_
     if (hook) {
         if (auto h = hook(*rem); !h) {
             sock.close();
-            return make_error(errc::callback, "could not connect to the remote QP before replying: " + h.message());
+            return make_error(errc::callback,
+                              "could not connect to the remote QP before replying: " + h.message());
         }
     }
     message out = format(local);
@@ -156,12 +138,14 @@ result<dest> server_exchange(tcp_socket &sock, const dest &local, const connect_
     uint8_t done[done_size] = {};
     if (auto r = sock.read_exact(done, timeout, "the client's final \"done\""); !r) return r.err();
     if (std::memcmp(done, "done", done_size) != 0)
-        return make_error(errc::malformed, "expected \"done\\0\" from the client, got \"" + printable(done) + "\"");
+        return make_error(errc::malformed,
+                          "expected \"done\\0\" from the client, got \"" + printable(done) + "\"");
     sock.close();
     return rem;
 }
 
-result<dest> client_exchange(std::string_view host, uint16_t port, const dest &local, milliseconds timeout) {
+result<dest> client_exchange(std::string_view host, uint16_t port, const dest &local,
+                             milliseconds timeout) {
     auto s = connect_tcp(host, port, timeout);
     if (!s) return s.err();
     return client_exchange(*s, local, timeout);

@@ -21,7 +21,9 @@ namespace uroce::oob {
 
 namespace {
 
-std::string errno_text(int e) { return std::strerror(e); }
+std::string errno_text(int e) {
+    return std::strerror(e);
+}
 
 void set_nodelay(int fd) {
     /* Many tiny request/response messages: do not let Nagle hold the second
@@ -33,7 +35,8 @@ void set_nodelay(int fd) {
 std::string sockaddr_text(const sockaddr *sa, socklen_t len) {
     char host[NI_MAXHOST] = "?";
     char serv[NI_MAXSERV] = "?";
-    if (getnameinfo(sa, len, host, sizeof host, serv, sizeof serv, NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+    if (getnameinfo(sa, len, host, sizeof host, serv, sizeof serv,
+                    NI_NUMERICHOST | NI_NUMERICSERV) != 0)
         return "?";
     if (sa->sa_family == AF_INET6) return std::string("[") + host + "]:" + serv;
     return std::string(host) + ":" + serv;
@@ -70,16 +73,26 @@ std::string progress(size_t got, size_t want) {
 
 const char *errc_name(errc c) {
     switch (c) {
-    case errc::resolve: return "resolve";
-    case errc::connect: return "connect";
-    case errc::listen: return "listen";
-    case errc::timeout: return "timeout";
-    case errc::peer_closed: return "peer_closed";
-    case errc::io: return "io";
-    case errc::malformed: return "malformed";
-    case errc::incompatible: return "incompatible";
-    case errc::callback: return "callback";
-    case errc::invalid: return "invalid";
+    case errc::resolve:
+        return "resolve";
+    case errc::connect:
+        return "connect";
+    case errc::listen:
+        return "listen";
+    case errc::timeout:
+        return "timeout";
+    case errc::peer_closed:
+        return "peer_closed";
+    case errc::io:
+        return "io";
+    case errc::malformed:
+        return "malformed";
+    case errc::incompatible:
+        return "incompatible";
+    case errc::callback:
+        return "callback";
+    case errc::invalid:
+        return "invalid";
     }
     return "?";
 }
@@ -100,6 +113,27 @@ milliseconds deadline::remaining() const {
     return std::chrono::duration_cast<milliseconds>(end_ - std::chrono::steady_clock::now());
 }
 
+int hex_value(uint8_t c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+std::string printable(std::span<const uint8_t> b) {
+    std::string s;
+    for (uint8_t c : b) {
+        if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+            s.push_back(static_cast<char>(c));
+        } else {
+            char x[8];
+            std::snprintf(x, sizeof x, "\\x%02x", c);
+            s += x;
+        }
+    }
+    return s;
+}
+
 /* ---- tcp_socket ---------------------------------------------------------- */
 
 tcp_socket &tcp_socket::operator=(tcp_socket &&o) noexcept {
@@ -116,8 +150,11 @@ void tcp_socket::close() {
     fd_ = -1;
 }
 
-result<void> tcp_socket::read_exact(std::span<uint8_t> buf, milliseconds timeout, std::string_view what) {
-    if (fd_ < 0) return make_error(errc::invalid, "socket is not connected (reading " + std::string(what) + ")");
+result<void> tcp_socket::read_exact(std::span<uint8_t> buf, milliseconds timeout,
+                                    std::string_view what) {
+    if (fd_ < 0)
+        return make_error(errc::invalid,
+                          "socket is not connected (reading " + std::string(what) + ")");
     deadline dl(timeout);
     size_t got = 0;
     /* Bounded: each pass either makes progress or waits, and the deadline ends the waits. */
@@ -128,28 +165,37 @@ result<void> tcp_socket::read_exact(std::span<uint8_t> buf, milliseconds timeout
             continue;
         }
         if (n == 0)
-            return make_error(errc::peer_closed, "peer closed the connection during " + std::string(what) + " " +
+            return make_error(errc::peer_closed, "peer closed the connection during " +
+                                                     std::string(what) + " " +
                                                      progress(got, buf.size()));
         int e = errno;
         if (e == EINTR) continue;
         if (e == ECONNRESET || e == EPIPE)
-            return make_error(errc::peer_closed, "peer reset the connection during " + std::string(what) + " " +
+            return make_error(errc::peer_closed, "peer reset the connection during " +
+                                                     std::string(what) + " " +
                                                      progress(got, buf.size()));
         if (e != EAGAIN && e != EWOULDBLOCK)
-            return make_error(errc::io, "read error during " + std::string(what) + ": " + errno_text(e));
+            return make_error(errc::io,
+                              "read error during " + std::string(what) + ": " + errno_text(e));
         short rev = 0;
         int r = poll_one(fd_, POLLIN, dl, &rev);
         if (r == 0)
-            return make_error(errc::timeout, "timed out after " + format_duration(timeout) + " waiting for " +
-                                                 std::string(what) + " " + progress(got, buf.size()));
-        if (r < 0) return make_error(errc::io, "poll failed during " + std::string(what) + ": " + errno_text(errno));
+            return make_error(errc::timeout, "timed out after " + format_duration(timeout) +
+                                                 " waiting for " + std::string(what) + " " +
+                                                 progress(got, buf.size()));
+        if (r < 0)
+            return make_error(errc::io,
+                              "poll failed during " + std::string(what) + ": " + errno_text(errno));
         /* POLLHUP/POLLERR: the next recv() reports EOF or the error. */
     }
     return {};
 }
 
-result<void> tcp_socket::write_all(std::span<const uint8_t> buf, milliseconds timeout, std::string_view what) {
-    if (fd_ < 0) return make_error(errc::invalid, "socket is not connected (writing " + std::string(what) + ")");
+result<void> tcp_socket::write_all(std::span<const uint8_t> buf, milliseconds timeout,
+                                   std::string_view what) {
+    if (fd_ < 0)
+        return make_error(errc::invalid,
+                          "socket is not connected (writing " + std::string(what) + ")");
     deadline dl(timeout);
     size_t sent = 0;
     while (sent < buf.size()) {
@@ -161,16 +207,20 @@ result<void> tcp_socket::write_all(std::span<const uint8_t> buf, milliseconds ti
         int e = (n == 0) ? EAGAIN : errno;
         if (e == EINTR) continue;
         if (e == EPIPE || e == ECONNRESET)
-            return make_error(errc::peer_closed, "peer closed the connection during " + std::string(what) +
-                                                     " (sent " + std::to_string(sent) + " of " +
+            return make_error(errc::peer_closed, "peer closed the connection during " +
+                                                     std::string(what) + " (sent " +
+                                                     std::to_string(sent) + " of " +
                                                      std::to_string(buf.size()) + " bytes)");
         if (e != EAGAIN && e != EWOULDBLOCK)
-            return make_error(errc::io, "write error during " + std::string(what) + ": " + errno_text(e));
+            return make_error(errc::io,
+                              "write error during " + std::string(what) + ": " + errno_text(e));
         int r = poll_one(fd_, POLLOUT, dl, nullptr);
         if (r == 0)
-            return make_error(errc::timeout, "timed out after " + format_duration(timeout) + " sending " +
-                                                 std::string(what));
-        if (r < 0) return make_error(errc::io, "poll failed during " + std::string(what) + ": " + errno_text(errno));
+            return make_error(errc::timeout, "timed out after " + format_duration(timeout) +
+                                                 " sending " + std::string(what));
+        if (r < 0)
+            return make_error(errc::io,
+                              "poll failed during " + std::string(what) + ": " + errno_text(errno));
     }
     return {};
 }
@@ -212,20 +262,24 @@ result<tcp_socket> connect_tcp(std::string_view host, uint16_t port, millisecond
     const std::string host_s(host), serv = std::to_string(port);
     int g = getaddrinfo(host_s.c_str(), serv.c_str(), &hints, &res);
     if (g != 0 || !res)
-        return make_error(errc::resolve, "unknown host '" + host_s + "': " + (g ? gai_strerror(g) : "no address"));
+        return make_error(errc::resolve,
+                          "unknown host '" + host_s + "': " + (g ? gai_strerror(g) : "no address"));
 
     deadline dl(timeout);
     std::string last_err = "no address to try";
     if (retry_interval.count() <= 0) retry_interval = milliseconds(1);
     size_t n_addrs = 0;
-    for (addrinfo *t = res; t; t = t->ai_next) ++n_addrs;
+    for (addrinfo *t = res; t; t = t->ai_next)
+        ++n_addrs;
     /* One silent address (e.g. an unrouted IPv6 one) must not eat the whole
      * budget before the next address is tried. */
-    const milliseconds per_attempt = std::max(milliseconds(1000), timeout / static_cast<long>(n_addrs ? n_addrs : 1));
+    const milliseconds per_attempt =
+        std::max(milliseconds(1000), timeout / static_cast<long>(n_addrs ? n_addrs : 1));
     /* Bounded by the deadline: each round sleeps retry_interval or less. */
     for (;;) {
         for (addrinfo *t = res; t; t = t->ai_next) {
-            int fd = ::socket(t->ai_family, t->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, t->ai_protocol);
+            int fd = ::socket(t->ai_family, t->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                              t->ai_protocol);
             if (fd < 0) {
                 last_err = errno_text(errno);
                 continue;
@@ -261,8 +315,9 @@ result<tcp_socket> connect_tcp(std::string_view host, uint16_t port, millisecond
         if (dl.expired()) break;
     }
     freeaddrinfo(res);
-    return make_error(errc::connect, "could not connect to " + where + " within " + format_duration(timeout) +
-                                         " (last error: " + last_err + ")");
+    return make_error(errc::connect, "could not connect to " + where + " within " +
+                                         format_duration(timeout) + " (last error: " + last_err +
+                                         ")");
 }
 
 /* ---- listen/accept -------------------------------------------------------- */
@@ -282,7 +337,8 @@ void tcp_listener::close() {
 }
 
 result<tcp_listener> tcp_listener::listen(std::string_view bind_host, uint16_t port, int backlog) {
-    const std::string where = bind_host.empty() ? "port " + std::to_string(port) : host_port_text(bind_host, port);
+    const std::string where =
+        bind_host.empty() ? "port " + std::to_string(port) : host_port_text(bind_host, port);
     int fd = -1;
     std::string last_err;
     auto try_bind = [&](const sockaddr *sa, socklen_t len, int family) -> bool {
@@ -327,9 +383,10 @@ result<tcp_listener> tcp_listener::listen(std::string_view bind_host, uint16_t p
         const std::string host_s(bind_host), serv = std::to_string(port);
         int g = getaddrinfo(host_s.c_str(), serv.c_str(), &hints, &res);
         if (g != 0 || !res)
-            return make_error(errc::resolve,
-                              "unknown host '" + host_s + "': " + (g ? gai_strerror(g) : "no address"));
-        for (addrinfo *t = res; t && fd < 0; t = t->ai_next) try_bind(t->ai_addr, t->ai_addrlen, t->ai_family);
+            return make_error(errc::resolve, "unknown host '" + host_s +
+                                                 "': " + (g ? gai_strerror(g) : "no address"));
+        for (addrinfo *t = res; t && fd < 0; t = t->ai_next)
+            try_bind(t->ai_addr, t->ai_addrlen, t->ai_family);
         freeaddrinfo(res);
     }
     if (fd < 0) return make_error(errc::listen, "could not listen on " + where + ": " + last_err);
@@ -355,7 +412,8 @@ result<tcp_socket> tcp_listener::accept(milliseconds timeout) {
     for (;;) {
         sockaddr_storage ss{};
         socklen_t len = sizeof ss;
-        int c = ::accept4(fd_, reinterpret_cast<sockaddr *>(&ss), &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        int c =
+            ::accept4(fd_, reinterpret_cast<sockaddr *>(&ss), &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (c >= 0) {
             set_nodelay(c);
             tcp_socket s(c);
@@ -364,7 +422,8 @@ result<tcp_socket> tcp_listener::accept(milliseconds timeout) {
         }
         int e = errno;
         if (e == EINTR || e == ECONNABORTED) continue;
-        if (e != EAGAIN && e != EWOULDBLOCK) return make_error(errc::io, "accept failed: " + errno_text(e));
+        if (e != EAGAIN && e != EWOULDBLOCK)
+            return make_error(errc::io, "accept failed: " + errno_text(e));
         int r = poll_one(fd_, POLLIN, dl, nullptr);
         if (r == 0)
             return make_error(errc::timeout, "timed out after " + format_duration(timeout) +

@@ -54,8 +54,7 @@ struct error {
 };
 
 /* A value or an error (std::expected is C++23). */
-template <class T>
-class [[nodiscard]] result {
+template <class T> class [[nodiscard]] result {
   public:
     result(T v) : val_(std::move(v)) {}
     result(error e) : err_(std::move(e)) {}
@@ -77,8 +76,7 @@ class [[nodiscard]] result {
     error err_;
 };
 
-template <>
-class [[nodiscard]] result<void> {
+template <> class [[nodiscard]] result<void> {
   public:
     result() = default;
     result(error e) : failed_(true), err_(std::move(e)) {}
@@ -93,17 +91,24 @@ class [[nodiscard]] result<void> {
     error err_;
 };
 
-inline error make_error(errc c, std::string msg) { return error{c, std::move(msg)}; }
+inline error make_error(errc c, std::string msg) {
+    return error{c, std::move(msg)};
+}
 
 /* "10 s", "1.5 s", "200 ms": how the messages print a timeout. */
 std::string format_duration(milliseconds d);
+/* Value of one hex digit (either case), or -1. */
+int hex_value(uint8_t c);
+/* Printable copy of a peer's message for error lines (\xNN for the rest). */
+std::string printable(std::span<const uint8_t> b);
 
 /* A connected TCP socket (owns the fd). */
 class tcp_socket {
   public:
     tcp_socket() = default;
     explicit tcp_socket(int fd) : fd_(fd) {}
-    tcp_socket(tcp_socket &&o) noexcept : fd_(std::exchange(o.fd_, -1)), peer_(std::move(o.peer_)) {}
+    tcp_socket(tcp_socket &&o) noexcept
+        : fd_(std::exchange(o.fd_, -1)), peer_(std::move(o.peer_)) {}
     tcp_socket &operator=(tcp_socket &&o) noexcept;
     tcp_socket(const tcp_socket &) = delete;
     tcp_socket &operator=(const tcp_socket &) = delete;
@@ -121,10 +126,12 @@ class tcp_socket {
     result<void> read_exact(std::span<uint8_t> buf, milliseconds timeout, std::string_view what);
     /* Writes all of buf, in one write() when the socket allows (the stock
      * tools read each message with a single read()). */
-    result<void> write_all(std::span<const uint8_t> buf, milliseconds timeout, std::string_view what);
+    result<void> write_all(std::span<const uint8_t> buf, milliseconds timeout,
+                           std::string_view what);
     result<void> write_all(std::string_view s, milliseconds timeout, std::string_view what) {
-        return write_all(std::span<const uint8_t>(reinterpret_cast<const uint8_t *>(s.data()), s.size()),
-                         timeout, what);
+        return write_all(
+            std::span<const uint8_t>(reinterpret_cast<const uint8_t *>(s.data()), s.size()),
+            timeout, what);
     }
     /* shutdown(SHUT_WR): sends our FIN after any queued bytes. */
     void shutdown_write();
