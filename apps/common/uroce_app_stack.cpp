@@ -362,7 +362,7 @@ void stack::print_counters(FILE *f) const {
         }
     };
     dump("device", ctx_->counters(), dev_counter_table, std::size(dev_counter_table));
-    for (uint32_t qpn = device::first_qpn; qpn < device::first_qpn + 4096; qpn++) {
+    for (uint32_t qpn = ctx_->qpn_base(); qpn < ctx_->qpn_base() + 4096; qpn++) {
         const qp *q = ctx_->lookup_qp(qpn);
         if (!q) continue;
         char label[16];
