@@ -209,9 +209,9 @@ bool ethdev_port::setup(const ethdev_config &cfg, std::string &err) {
         room = std::max<uint32_t>(need, info.min_rx_bufsize) + RTE_PKTMBUF_HEADROOM;
     }
     if (room > UINT16_MAX) room = UINT16_MAX;
-    uint32_t n_mbufs = cfg.pool_mbufs ? cfg.pool_mbufs
-                                      : uint32_t(n_rx) * cfg.rx_desc +
-                                            uint32_t(n_tx) * cfg.tx_desc + 4096;
+    uint32_t n_mbufs = cfg.pool_mbufs
+                           ? cfg.pool_mbufs
+                           : uint32_t(n_rx) * cfg.rx_desc + uint32_t(n_tx) * cfg.tx_desc + 4096;
     char pool_name[RTE_MEMPOOL_NAMESIZE];
     std::snprintf(pool_name, sizeof(pool_name), "uroce_port%u", port_id_);
     pool_ = rte_pktmbuf_pool_create(pool_name, n_mbufs, 256, 0, uint16_t(room),
