@@ -43,8 +43,8 @@ oob::perftest::key to_key(uint32_t qpn, uint32_t psn, uint32_t rkey, uint64_t va
     return k;
 }
 
-endpoint::endpoint(app::stack &st, const perf_params &p, progress_fn progress)
-    : st_(st), p_(p), progress_(std::move(progress)) {}
+endpoint::endpoint(app::stack &st, const perf_params &p, progress_fn progress, unsigned shard)
+    : st_(st), p_(p), progress_(std::move(progress)), shard_(shard) {}
 
 endpoint::~endpoint() {
     for (qp *q : qps_)
@@ -57,14 +57,14 @@ endpoint::~endpoint() {
 std::string endpoint::create() {
     verbs_error err;
     buf_.assign(size_t(p_.num_qps) * 2 * p_.max_size, 0);
-    pd_ = alloc_pd(st_.ctx(), &err);
+    pd_ = alloc_pd(st_.ctx(shard_), &err);
     if (!pd_) return std::string("alloc_pd: ") + verbs_error_str(err);
     mr_ = reg_mr(
         pd_, buf_.data(), buf_.size(),
         access_local_write | access_remote_write | access_remote_read | access_remote_atomic, &err);
     if (!mr_) return std::string("reg_mr: ") + verbs_error_str(err);
-    cq_ = create_cq(st_.ctx(), int((p_.tx_depth + p_.rx_depth) * uint32_t(p_.num_qps)), nullptr,
-                    &err);
+    cq_ = create_cq(st_.ctx(shard_), int((p_.tx_depth + p_.rx_depth) * uint32_t(p_.num_qps)),
+                    nullptr, &err);
     if (!cq_) return std::string("create_cq: ") + verbs_error_str(err);
     for (int i = 0; i < p_.num_qps; i++) {
         qp_init_attr ia;
@@ -90,12 +90,28 @@ std::string endpoint::create() {
     return {};
 }
 
+void endpoint::fill_pattern(uint8_t seed) {
+    for (size_t i = 0; i < buf_.size(); i++)
+        buf_[i] = uint8_t(i * 7 + i / 251 + seed);
+}
+
+std::string endpoint::check_data(const endpoint &requester, uint64_t size) const {
+    if (p_.op == verb::atomic) return {};
+    for (size_t qi = 0; qi < qps_.size(); qi++)
+        if (std::memcmp(buf(qi), requester.src(qi), size) != 0) {
+            char msg[96];
+            std::snprintf(msg, sizeof(msg), "data check: QP 0x%x: the %lu bytes differ",
+                          qp_num(qps_[qi]), (unsigned long)size);
+            return msg;
+        }
+    return {};
+}
+
 std::vector<oob::perftest::key> endpoint::local_keys(const gid &our_gid) const {
     std::vector<oob::perftest::key> keys;
     for (size_t i = 0; i < qps_.size(); i++)
-        keys.push_back(to_key(qp_num(qps_[i]), psn_[i], mr_rkey(mr_),
-                              uint64_t(uintptr_t(buf_.data() + i * p_.max_size)), our_gid,
-                              p_.out_reads));
+        keys.push_back(to_key(qp_num(qps_[i]), psn_[i], mr_rkey(mr_), uint64_t(uintptr_t(buf(i))),
+                              our_gid, p_.out_reads));
     return keys;
 }
 
