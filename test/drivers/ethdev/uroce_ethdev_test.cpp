@@ -136,6 +136,21 @@ TEST(ethdev, shards_without_rss_get_tx_queues_and_one_rx_queue) {
     rte_ring_free(r);
 }
 
+/* A PMD that reports RSS on UDP (net_null does): one RX queue per shard. */
+TEST(ethdev, shards_with_rss_get_an_rx_queue_each) {
+    ethdev_config cfg;
+    cfg.vdev = "net_null_ut_sh";
+    cfg.shards = 2;
+    std::string err;
+    auto port = ethdev_port::open(cfg, err);
+    ASSERT_NE(port, nullptr) << err;
+    EXPECT_EQ(port->rx_queues(), 2);
+    EXPECT_EQ(port->tx_queues(), 2);
+    EXPECT_TRUE(port->rss());
+    EXPECT_NE(port->describe().find("rss-udp queues rx 2 tx 2"), std::string::npos)
+        << port->describe();
+}
+
 TEST(ethdev, shards_need_a_tx_queue_each) {
     rte_ring *r = rte_ring_create("ethdev_ut_sh1", 256, SOCKET_ID_ANY, 0);
     ASSERT_NE(r, nullptr);
