@@ -10,6 +10,8 @@
 #include <rte_errno.h>
 #include <rte_mbuf.h>
 
+#include "uroce_shard.h"
+
 namespace uroce {
 
 namespace {
@@ -212,6 +214,9 @@ bool ethdev_port::setup(const ethdev_config &cfg, std::string &err) {
     uint32_t n_mbufs = cfg.pool_mbufs
                            ? cfg.pool_mbufs
                            : uint32_t(n_rx) * cfg.rx_desc + uint32_t(n_tx) * cfg.tx_desc + 4096;
+    /* With shards, received frames also wait in the shards' inboxes. */
+    if (!cfg.pool_mbufs && cfg.shards > 1)
+        n_mbufs += uint32_t(cfg.shards) * shard_group::default_ring_size;
     char pool_name[RTE_MEMPOOL_NAMESIZE];
     std::snprintf(pool_name, sizeof(pool_name), "uroce_port%u", port_id_);
     pool_ = rte_pktmbuf_pool_create(pool_name, n_mbufs, 256, 0, uint16_t(room),

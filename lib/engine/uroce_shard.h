@@ -78,7 +78,7 @@ struct shard_counters {
  * start; frames still queued at destruction are freed. */
 class shard_group {
   public:
-    static constexpr unsigned default_ring_size = 4096;
+    static constexpr unsigned default_ring_size = 1024;
 
     /* name prefixes the rings' names (unique per process); nullptr with err set. */
     static std::unique_ptr<shard_group> create(const std::string &name, unsigned count,
