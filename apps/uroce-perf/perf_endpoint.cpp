@@ -268,22 +268,23 @@ std::string endpoint::run_bw(uint64_t size, bw_result &out,
             if (app::stop_requested.load()) return "interrupted";
         }
         if (timed) {
-            if (!stopping && seconds_since(t0) >= p_.duration_s) {
+            if (!stopping && seconds_since(t0) >= p_.duration_s)
                 stopping = true; /* post no more; drain what is in flight */
-                for (size_t qi = 0; qi < nq; qi++)
-                    if (since_signal[qi]) {
-                        /* the unsignaled tail completes with the next signaled WR: post one */
-                        since_signal[qi]++;
-                        std::string e =
-                            post_one(qi, size, true, make_wr_id(qi, uint32_t(since_signal[qi])));
-                        if (!e.empty()) return e;
-                        since_signal[qi] = 0;
-                        posted[qi]++;
-                    }
-            }
+            for (size_t qi = 0; stopping && qi < nq; qi++)
+                /* The unsignaled tail completes with the next signaled WR:
+                 * post one, once the send queue has room for it (a full
+                 * queue refuses it with ENOMEM; its signaled WRs free room). */
+                if (since_signal[qi] && posted[qi] - done[qi] < depth) {
+                    since_signal[qi]++;
+                    std::string e =
+                        post_one(qi, size, true, make_wr_id(qi, uint32_t(since_signal[qi])));
+                    if (!e.empty()) return e;
+                    since_signal[qi] = 0;
+                    posted[qi]++;
+                }
             bool drained = stopping;
             for (size_t qi = 0; qi < nq; qi++)
-                drained = drained && done[qi] == posted[qi];
+                drained = drained && done[qi] == posted[qi] && !since_signal[qi];
             if (drained) break;
         } else if (total_done == p_.iters * nq) {
             break;
