@@ -4,8 +4,9 @@
  *
  * A QP belongs to exactly one device, and a device is single-threaded. The
  * RoCEv2 UDP source port is chosen by the sender (rxe hashes the QPNs into
- * it, IBTA A17.5.3), so RSS on the UDP 5-tuple keeps each flow on one RX
- * queue but cannot know which lcore owns the destination QPN. So:
+ * the range of IBTA Annex A17.2.3), so RSS on the UDP 5-tuple keeps each
+ * flow on one RX queue but cannot know which lcore owns the destination
+ * QPN. So:
  *
  *   - each shard's device takes its QPNs from its own slice of the QPN
  *     space (device_config::shard_index; qpn_shard() in uroce_verbs.h), and
@@ -20,8 +21,8 @@
  *     shard that received them: its engine counts and frees them.
  *
  * Frames of one flow take one path (one RX queue, then one inbox), so a
- * QP's frames stay in order (IBTA 9.7.1 relies on it only for performance:
- * out-of-order PSNs would cost NAKs and retransmissions).
+ * QP's frames stay in order (reordered PSNs would look like loss to the
+ * responder: sequence-error NAKs and retransmissions).
  *
  *   lcore i:  while (!stop) { sh.rx_burst(frames of RX queue i); sh.poll(); }
  *
