@@ -8,6 +8,7 @@
 
 #include <rte_eal.h>
 #include <rte_errno.h>
+#include <rte_launch.h>
 #include <rte_lcore.h>
 #include <rte_telemetry.h>
 
@@ -366,13 +367,53 @@ std::unique_ptr<stack> stack::create(const stack_options &o, std::string &err) {
             s.sh = std::make_unique<shard>(*st->group_, i, *s.eng);
         }
     }
+    if (o.shards > 1 && o.run_shard_lcores && !st->start_shard_lcores(err)) return nullptr;
     register_telemetry();
     registry().insert({st->name_, st.get()});
     return st;
 }
 
+namespace {
+struct shard_loop_arg {
+    stack *st;
+    unsigned shard;
+    std::atomic<bool> *stop;
+};
+
+int shard_loop(void *arg) {
+    std::unique_ptr<shard_loop_arg> a(static_cast<shard_loop_arg *>(arg));
+    while (!a->stop->load(std::memory_order_relaxed))
+        a->st->poll_shard(a->shard);
+    return 0;
+}
+} // namespace
+
+bool stack::start_shard_lcores(std::string &err) {
+    unsigned lcore, i = 1;
+    RTE_LCORE_FOREACH_WORKER(lcore) {
+        if (i == shards_.size()) break;
+        auto *arg = new shard_loop_arg{this, i, &shard_lcores_stop_};
+        if (rte_eal_remote_launch(shard_loop, arg, lcore) != 0) {
+            delete arg;
+            err = "cannot start shard " + std::to_string(i) + " on lcore " + std::to_string(lcore) +
+                  " (busy)";
+            return false;
+        }
+        shard_lcores_.push_back(lcore);
+        i++;
+    }
+    if (i < shards_.size()) {
+        err = "not enough worker lcores for " + std::to_string(shards_.size()) + " shards";
+        return false;
+    }
+    return true;
+}
+
 stack::~stack() {
     registry().erase(name_);
+    shard_lcores_stop_.store(true);
+    for (unsigned lcore : shard_lcores_)
+        rte_eal_wait_lcore(lcore);
     for (size_t i = 1; i < shards_.size(); i++)
         if (shards_[i].ctx) close_device(shards_[i].ctx);
     shards_.clear();

@@ -61,6 +61,10 @@ struct stack_options {
     std::string pcap;
     std::string name = "uroce"; /* telemetry and pool names */
     unsigned shards = 1;
+    /* With shards: the stack runs shards 1.. on the worker lcores (each a
+     * poll_shard(i) loop) until it is destroyed; the app's thread is shard 0.
+     * false: the app launches its own loops (uroce-perf's loopback does). */
+    bool run_shard_lcores = true;
 };
 
 /* Consumes a stack option at argv[i] (and its value); returns 0 when argv[i]
@@ -138,6 +142,9 @@ class stack {
     };
     std::vector<shard_slot> shards_;
     std::unique_ptr<shard_group> group_; /* with more than one shard */
+    bool start_shard_lcores(std::string &err);
+    std::atomic<bool> shard_lcores_stop_{false};
+    std::vector<unsigned> shard_lcores_; /* lcore of shard i + 1, when the stack runs them */
 };
 
 /* Poll st until pred() is true or timeout; false on timeout or stop request. */

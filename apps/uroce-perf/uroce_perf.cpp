@@ -392,6 +392,8 @@ int run_loopback(options &o) {
     sb.mac = rte_ether_addr{{0x02, 0, 0, 0x88, 0, 2}};
     sa.name = "client";
     sb.name = "server";
+    /* Lcore k polls shard k of both stacks (and runs its endpoints). */
+    sa.run_shard_lcores = sb.run_shard_lcores = false;
     sb.pcap.clear();
     auto a = app::stack::create(sa, err);
     if (!a) {
