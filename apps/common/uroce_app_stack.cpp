@@ -8,6 +8,8 @@
 
 #include <rte_eal.h>
 #include <rte_errno.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
 #include <rte_telemetry.h>
 
 #include <tbb/concurrent_hash_map.h>
@@ -35,12 +37,16 @@ registry_map &registry() {
     return r;
 }
 
-template <class C>
-void add_counters(rte_tel_data *d, const char *prefix, const C &c, const counter_desc *table,
-                  size_t n) {
+/* The sum over the stack's shards (one shard: its own counters). */
+template <class Get>
+void add_counters(rte_tel_data *d, const char *prefix, const stack &st, Get get,
+                  const counter_desc *table, size_t n) {
     for (size_t i = 0; i < n; i++) {
+        uint64_t v = 0;
+        for (unsigned s = 0; s < st.shard_count(); s++)
+            v += counter_value(get(st.ctx(s)), table[i]);
         std::string key = std::string(prefix) + table[i].name;
-        rte_tel_data_add_dict_u64(d, key.c_str(), counter_value(c, table[i]));
+        rte_tel_data_add_dict_u64(d, key.c_str(), v);
     }
 }
 
@@ -66,13 +72,30 @@ int tel_counters(const char *, const char *params, rte_tel_data *d) {
     rte_tel_data_add_dict_u64(d, "port.tx_bytes", pc.tx_bytes);
     rte_tel_data_add_dict_u64(d, "port.tx_full", pc.tx_full);
     rte_tel_data_add_dict_u64(d, "port.tx_too_long", pc.tx_too_long);
-    const engine_counters &ec = st->eng().counters();
     for (size_t c = 0; c < size_t(frame_class::count); c++) {
+        uint64_t v = 0;
+        for (unsigned s = 0; s < st->shard_count(); s++)
+            v += st->eng(s).counters().rx_by_class[c];
         std::string key = std::string("engine.rx_") + frame_class_name(frame_class(c));
-        rte_tel_data_add_dict_u64(d, key.c_str(), ec.rx_by_class[c]);
+        rte_tel_data_add_dict_u64(d, key.c_str(), v);
     }
-    add_counters(d, "dev.", st->ctx()->counters(), dev_counter_table, std::size(dev_counter_table));
-    add_counters(d, "qp.", st->ctx()->qp_totals(), qp_counter_table, std::size(qp_counter_table));
+    add_counters(
+        d, "dev.", *st, [](const context *c) -> const dev_counters & { return c->counters(); },
+        dev_counter_table, std::size(dev_counter_table));
+    add_counters(
+        d, "qp.", *st, [](const context *c) { return c->qp_totals(); }, qp_counter_table,
+        std::size(qp_counter_table));
+    /* Per shard: what its lcore did, and the fan-out between shards. */
+    for (unsigned s = 0; st->fanout_counters(0) && s < st->shard_count(); s++) {
+        const shard_counters &fc = *st->fanout_counters(s);
+        const engine_counters &ec = st->eng(s).counters();
+        const std::string p = "shard" + std::to_string(s) + ".";
+        rte_tel_data_add_dict_u64(d, (p + "rx_frames").c_str(), ec.rx_frames);
+        rte_tel_data_add_dict_u64(d, (p + "tx_frames").c_str(), ec.tx_frames);
+        rte_tel_data_add_dict_u64(d, (p + "fanout_out").c_str(), fc.fanout_out);
+        rte_tel_data_add_dict_u64(d, (p + "fanout_in").c_str(), fc.fanout_in);
+        rte_tel_data_add_dict_u64(d, (p + "fanout_ring_full").c_str(), fc.fanout_ring_full);
+    }
     return 0;
 }
 
@@ -114,6 +137,13 @@ bool eal_init(int &argc, char **&argv, std::string &err, const char *memory_mb) 
                                          "--no-shconf",  "-l", "0",     "--log-level=*:warning",
                                          "--file-prefix"};
         defaults[2] = memory_mb;
+        /* --shards N: one lcore per shard, lcores 0..N-1. */
+        static std::string lcores;
+        for (int i = 1; i + 1 < argc; i++)
+            if (std::strcmp(argv[i], "--shards") == 0 && std::atoi(argv[i + 1]) > 1) {
+                lcores = "0-" + std::to_string(std::atoi(argv[i + 1]) - 1);
+                defaults[6] = lcores.c_str();
+            }
         for (const char *a : defaults)
             eal_argv.push_back(const_cast<char *>(a));
         eal_argv.push_back(prefix.data());
@@ -190,6 +220,18 @@ int parse_stack_option(int argc, char **argv, int i, stack_options &o, std::stri
         o.mtu = uint32_t(n);
         return 2;
     }
+    if (a == "--shards") {
+        const char *v = value("a number of shards (one lcore each)");
+        if (!v) return -1;
+        char *end;
+        long n = std::strtol(v, &end, 10);
+        if (*end || n < 1 || n > long(RTE_MAX_LCORE) || n > long(max_shards)) {
+            err = std::string("--shards: '") + v + "' is not a number of shards";
+            return -1;
+        }
+        o.shards = unsigned(n);
+        return 2;
+    }
     if (a == "--pcap") {
         const char *v = value("a file name");
         if (!v) return -1;
@@ -217,7 +259,8 @@ const char *stack_options_help() {
            "  --ip ADDR[/LEN]      local IPv4/IPv6 address (repeatable)\n"
            "  --mac MAC            the port's MAC address\n"
            "  --mtu N              link MTU to ask the PMD for\n"
-           "  --pcap FILE          capture every frame in and out to FILE\n";
+           "  --pcap FILE          capture every frame in and out to FILE\n"
+           "  --shards N           N shards (engine, device, port queues), one per lcore\n";
 }
 
 std::unique_ptr<stack> stack::create(const stack_options &o, std::string &err) {
@@ -232,6 +275,19 @@ std::unique_ptr<stack> stack::create(const stack_options &o, std::string &err) {
     }
     pc.mtu = o.mtu;
     pc.mac = o.mac;
+    if (o.shards > 1) {
+        if (o.shards > rte_lcore_count()) {
+            err = "--shards " + std::to_string(o.shards) + " needs as many lcores, EAL has " +
+                  std::to_string(rte_lcore_count()) + " (give EAL -l 0-" +
+                  std::to_string(o.shards - 1) + ")";
+            return nullptr;
+        }
+        if (!o.pcap.empty()) {
+            err = "--pcap writes from one thread: not with --shards";
+            return nullptr;
+        }
+        pc.shards = uint16_t(o.shards);
+    }
     st->port_ = ethdev_port::open(pc, err);
     if (!st->port_) return nullptr;
 
@@ -240,7 +296,7 @@ std::unique_ptr<stack> stack::create(const stack_options &o, std::string &err) {
     const uint32_t room = st->port_->caps().max_frame_len + RTE_PKTMBUF_HEADROOM;
     std::string pool_name = "tx_" + o.name;
     st->tx_pool_ =
-        rte_pktmbuf_pool_create(pool_name.c_str(), 8191, 256, 0,
+        rte_pktmbuf_pool_create(pool_name.c_str(), 8191 * o.shards, 256, 0,
                                 uint16_t(std::min<uint32_t>(room, 65535)), int(rte_socket_id()));
     if (!st->tx_pool_) {
         err = "cannot create the TX mbuf pool (" + std::to_string(room) +
@@ -271,6 +327,9 @@ std::unique_ptr<stack> stack::create(const stack_options &o, std::string &err) {
     for (size_t i = 0; i < st->addrs().gid_count() && dc.num_gids < std::size(dc.gids); i++)
         dc.gids[dc.num_gids++] = *st->addrs().gid_at(i);
     dc.max_mtu = st->max_mtu();
+    /* One shard keeps the default device (QPNs 0x11..); with several, shard
+     * 0 takes the first slice of the QPN space and the others theirs. */
+    dc.shard_count = uint16_t(o.shards);
     verbs_error verr;
     st->ctx_ = open_device(dc, &verr);
     if (!st->ctx_) {
@@ -278,13 +337,87 @@ std::unique_ptr<stack> stack::create(const stack_options &o, std::string &err) {
         return nullptr;
     }
     st->eng_->attach(st->ctx_, st->nb_.get());
+    st->shards_.resize(o.shards);
+    st->shards_[0].eng = st->eng_.get();
+    st->shards_[0].ctx = st->ctx_;
+    if (o.shards > 1) {
+        st->group_ = shard_group::create(o.name, o.shards, err);
+        if (!st->group_) return nullptr;
+        /* The other shards: an engine on their own TX queue, a device on
+         * their slice of the QPN space, no neighbour code (shard 0 answers
+         * ARP/ND; address handles carry the MAC it resolved). */
+        for (unsigned i = 0; i < o.shards; i++) {
+            shard_slot &s = st->shards_[i];
+            if (i > 0) {
+                s.txq = std::make_unique<ethdev_tx_queue>(*st->port_, uint16_t(i));
+                s.own_eng = std::make_unique<engine>(*s.txq);
+                s.eng = s.own_eng.get();
+                device_config sdc = dc;
+                sdc.dev = s.eng;
+                sdc.shard_index = uint16_t(i);
+                sdc.shard_count = uint16_t(o.shards);
+                s.ctx = open_device(sdc, &verr);
+                if (!s.ctx) {
+                    err = "cannot open the uroce device of shard " + std::to_string(i) + ": " +
+                          verbs_error_str(verr);
+                    return nullptr;
+                }
+                s.eng->attach(s.ctx, nullptr);
+            }
+            s.sh = std::make_unique<shard>(*st->group_, i, *s.eng);
+        }
+    }
+    if (o.shards > 1 && o.run_shard_lcores && !st->start_shard_lcores(err)) return nullptr;
     register_telemetry();
     registry().insert({st->name_, st.get()});
     return st;
 }
 
+namespace {
+struct shard_loop_arg {
+    stack *st;
+    unsigned shard;
+    std::atomic<bool> *stop;
+};
+
+int shard_loop(void *arg) {
+    std::unique_ptr<shard_loop_arg> a(static_cast<shard_loop_arg *>(arg));
+    while (!a->stop->load(std::memory_order_relaxed))
+        a->st->poll_shard(a->shard);
+    return 0;
+}
+} // namespace
+
+bool stack::start_shard_lcores(std::string &err) {
+    unsigned lcore, i = 1;
+    RTE_LCORE_FOREACH_WORKER(lcore) {
+        if (i == shards_.size()) break;
+        auto *arg = new shard_loop_arg{this, i, &shard_lcores_stop_};
+        if (rte_eal_remote_launch(shard_loop, arg, lcore) != 0) {
+            delete arg;
+            err = "cannot start shard " + std::to_string(i) + " on lcore " + std::to_string(lcore) +
+                  " (busy)";
+            return false;
+        }
+        shard_lcores_.push_back(lcore);
+        i++;
+    }
+    if (i < shards_.size()) {
+        err = "not enough worker lcores for " + std::to_string(shards_.size()) + " shards";
+        return false;
+    }
+    return true;
+}
+
 stack::~stack() {
     registry().erase(name_);
+    shard_lcores_stop_.store(true);
+    for (unsigned lcore : shard_lcores_)
+        rte_eal_wait_lcore(lcore);
+    for (size_t i = 1; i < shards_.size(); i++)
+        if (shards_[i].ctx) close_device(shards_[i].ctx);
+    shards_.clear();
+    group_.reset();
     if (ctx_) close_device(ctx_);
     if (capture_) capture_->flush();
     eng_.reset();
@@ -347,12 +480,6 @@ void stack::print_counters(FILE *f) const {
                      (unsigned long)es.ipackets, (unsigned long)es.opackets,
                      (unsigned long)es.imissed, (unsigned long)es.ierrors,
                      (unsigned long)es.oerrors, (unsigned long)es.rx_nombuf);
-    const engine_counters &ec = eng_->counters();
-    std::fprintf(f, "  engine  ");
-    for (size_t c = 0; c < size_t(frame_class::count); c++)
-        std::fprintf(f, " rx_%s %lu", frame_class_name(frame_class(c)),
-                     (unsigned long)ec.rx_by_class[c]);
-    std::fprintf(f, "\n");
     auto dump = [f](const char *what, const auto &c, const counter_desc *table, size_t n) {
         for (size_t i = 0; i < n; i++) {
             uint64_t v = counter_value(c, table[i]);
@@ -361,13 +488,28 @@ void stack::print_counters(FILE *f) const {
                          table[i].description);
         }
     };
-    dump("device", ctx_->counters(), dev_counter_table, std::size(dev_counter_table));
-    for (uint32_t qpn = device::first_qpn; qpn < device::first_qpn + 4096; qpn++) {
-        const qp *q = ctx_->lookup_qp(qpn);
-        if (!q) continue;
-        char label[16];
-        std::snprintf(label, sizeof(label), "qp 0x%x", qpn);
-        dump(label, q->cnt, qp_counter_table, std::size(qp_counter_table));
+    for (unsigned s = 0; s < shard_count(); s++) {
+        const engine_counters &ec = eng(s).counters();
+        if (group_) {
+            const shard_counters &fc = shards_[s].sh->counters();
+            std::fprintf(f, "  shard %u  fanout out %lu in %lu ring full %lu\n", s,
+                         (unsigned long)fc.fanout_out, (unsigned long)fc.fanout_in,
+                         (unsigned long)fc.fanout_ring_full);
+        }
+        std::fprintf(f, "  engine  ");
+        for (size_t c = 0; c < size_t(frame_class::count); c++)
+            std::fprintf(f, " rx_%s %lu", frame_class_name(frame_class(c)),
+                         (unsigned long)ec.rx_by_class[c]);
+        std::fprintf(f, "\n");
+        const context *c = ctx(s);
+        dump("device", c->counters(), dev_counter_table, std::size(dev_counter_table));
+        for (uint32_t qpn = c->qpn_base(); qpn < c->qpn_base() + 4096; qpn++) {
+            const qp *q = c->lookup_qp(qpn);
+            if (!q) continue;
+            char label[16];
+            std::snprintf(label, sizeof(label), "qp 0x%x", qpn);
+            dump(label, q->cnt, qp_counter_table, std::size(qp_counter_table));
+        }
     }
 }
 

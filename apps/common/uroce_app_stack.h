@@ -15,6 +15,8 @@
  *   --mac MAC        the port's MAC (ports without one: net_ring, net_pcap)
  *   --mtu N          link MTU to ask the PMD for
  *   --pcap FILE      write every frame in and out to FILE
+ *   --shards N       N shards (engine + device + port queues), one per lcore
+ *                    (lib/engine/uroce_shard.h); EAL needs N lcores (-l 0,1)
  */
 #ifndef UROCE_APP_STACK_H
 #define UROCE_APP_STACK_H
@@ -34,8 +36,10 @@
 #include "uroce_device.h"
 #include "uroce_engine.h"
 #include "uroce_ethdev.h"
+#include "uroce_ethdev_engine.h"
 #include "uroce_neigh.h"
 #include "uroce_pcap_writer.h"
+#include "uroce_shard.h"
 #include "uroce_verbs.h"
 
 namespace uroce::app {
@@ -56,6 +60,11 @@ struct stack_options {
     uint32_t mtu = 0;
     std::string pcap;
     std::string name = "uroce"; /* telemetry and pool names */
+    unsigned shards = 1;
+    /* With shards: the stack runs shards 1.. on the worker lcores (each a
+     * poll_shard(i) loop) until it is destroyed; the app's thread is shard 0.
+     * false: the app launches its own loops (uroce-perf's loopback does). */
+    bool run_shard_lcores = true;
 };
 
 /* Consumes a stack option at argv[i] (and its value); returns 0 when argv[i]
@@ -72,12 +81,19 @@ class stack {
     static std::unique_ptr<stack> create(const stack_options &o, std::string &err);
     ~stack();
 
-    /* One iteration of the run-to-completion loop. */
+    /* One iteration of the run-to-completion loop (of shard 0, which owns
+     * the neighbours, when there are several). */
     unsigned poll() {
+        if (group_) return ethdev_shard_poll(*shards_[0].sh, *port_);
         rte_mbuf *pkts[engine::burst];
         uint16_t n = port_->rx_burst(0, pkts, engine::burst);
         eng_->rx_burst(pkts, n);
         return n + eng_->poll();
+    }
+    /* One iteration of shard i's loop; only from the lcore that runs shard i
+     * (shard 0: the thread that calls poll()). */
+    unsigned poll_shard(unsigned i) {
+        return i == 0 ? poll() : ethdev_shard_poll(*shards_[i].sh, *port_);
     }
     /* Poll until the port's link is up (memif: until its peer connects). */
     bool wait_link_up(std::chrono::milliseconds timeout);
@@ -89,6 +105,14 @@ class stack {
     context *ctx() const { return ctx_; }
     ethdev_port &port() const { return *port_; }
     engine &eng() const { return *eng_; }
+    /* Shards: 1 unless --shards; shard i's device (QPs created on it belong
+     * to shard i's lcore), its engine, its fan-out counters (none with one). */
+    unsigned shard_count() const { return unsigned(shards_.size()); }
+    context *ctx(unsigned shard) const { return shards_[shard].ctx; }
+    engine &eng(unsigned shard) const { return *shards_[shard].eng; }
+    const shard_counters *fanout_counters(unsigned shard) const {
+        return group_ ? &shards_[shard].sh->counters() : nullptr;
+    }
     neigh &neighbours() const { return *nb_; }
     const local_addr_table &addrs() const { return nb_->addrs(); }
     const std::string &name() const { return name_; }
@@ -107,6 +131,20 @@ class stack {
     std::unique_ptr<pcap_writer> capture_;
     std::unique_ptr<engine> eng_;
     context *ctx_ = nullptr;
+    /* Shard 0 is eng_/ctx_ above (with the port itself as its TX queue 0);
+     * shards 1.. send on their own TX queue. */
+    struct shard_slot {
+        std::unique_ptr<ethdev_tx_queue> txq;
+        std::unique_ptr<engine> own_eng;
+        engine *eng = nullptr;
+        context *ctx = nullptr;
+        std::unique_ptr<shard> sh;
+    };
+    std::vector<shard_slot> shards_;
+    std::unique_ptr<shard_group> group_; /* with more than one shard */
+    bool start_shard_lcores(std::string &err);
+    std::atomic<bool> shard_lcores_stop_{false};
+    std::vector<unsigned> shard_lcores_; /* lcore of shard i + 1, when the stack runs them */
 };
 
 /* Poll st until pred() is true or timeout; false on timeout or stop request. */

@@ -43,8 +43,8 @@ oob::perftest::key to_key(uint32_t qpn, uint32_t psn, uint32_t rkey, uint64_t va
     return k;
 }
 
-endpoint::endpoint(app::stack &st, const perf_params &p, progress_fn progress)
-    : st_(st), p_(p), progress_(std::move(progress)) {}
+endpoint::endpoint(app::stack &st, const perf_params &p, progress_fn progress, unsigned shard)
+    : st_(st), p_(p), progress_(std::move(progress)), shard_(shard) {}
 
 endpoint::~endpoint() {
     for (qp *q : qps_)
@@ -57,14 +57,14 @@ endpoint::~endpoint() {
 std::string endpoint::create() {
     verbs_error err;
     buf_.assign(size_t(p_.num_qps) * 2 * p_.max_size, 0);
-    pd_ = alloc_pd(st_.ctx(), &err);
+    pd_ = alloc_pd(st_.ctx(shard_), &err);
     if (!pd_) return std::string("alloc_pd: ") + verbs_error_str(err);
     mr_ = reg_mr(
         pd_, buf_.data(), buf_.size(),
         access_local_write | access_remote_write | access_remote_read | access_remote_atomic, &err);
     if (!mr_) return std::string("reg_mr: ") + verbs_error_str(err);
-    cq_ = create_cq(st_.ctx(), int((p_.tx_depth + p_.rx_depth) * uint32_t(p_.num_qps)), nullptr,
-                    &err);
+    cq_ = create_cq(st_.ctx(shard_), int((p_.tx_depth + p_.rx_depth) * uint32_t(p_.num_qps)),
+                    nullptr, &err);
     if (!cq_) return std::string("create_cq: ") + verbs_error_str(err);
     for (int i = 0; i < p_.num_qps; i++) {
         qp_init_attr ia;
@@ -90,12 +90,28 @@ std::string endpoint::create() {
     return {};
 }
 
+void endpoint::fill_pattern(uint8_t seed) {
+    for (size_t i = 0; i < buf_.size(); i++)
+        buf_[i] = uint8_t(i * 7 + i / 251 + seed);
+}
+
+std::string endpoint::check_data(const endpoint &requester, uint64_t size) const {
+    if (p_.op == verb::atomic) return {};
+    for (size_t qi = 0; qi < qps_.size(); qi++)
+        if (std::memcmp(buf(qi), requester.src(qi), size) != 0) {
+            char msg[96];
+            std::snprintf(msg, sizeof(msg), "data check: QP 0x%x: the %lu bytes differ",
+                          qp_num(qps_[qi]), (unsigned long)size);
+            return msg;
+        }
+    return {};
+}
+
 std::vector<oob::perftest::key> endpoint::local_keys(const gid &our_gid) const {
     std::vector<oob::perftest::key> keys;
     for (size_t i = 0; i < qps_.size(); i++)
-        keys.push_back(to_key(qp_num(qps_[i]), psn_[i], mr_rkey(mr_),
-                              uint64_t(uintptr_t(buf_.data() + i * p_.max_size)), our_gid,
-                              p_.out_reads));
+        keys.push_back(to_key(qp_num(qps_[i]), psn_[i], mr_rkey(mr_), uint64_t(uintptr_t(buf(i))),
+                              our_gid, p_.out_reads));
     return keys;
 }
 
@@ -252,22 +268,23 @@ std::string endpoint::run_bw(uint64_t size, bw_result &out,
             if (app::stop_requested.load()) return "interrupted";
         }
         if (timed) {
-            if (!stopping && seconds_since(t0) >= p_.duration_s) {
+            if (!stopping && seconds_since(t0) >= p_.duration_s)
                 stopping = true; /* post no more; drain what is in flight */
-                for (size_t qi = 0; qi < nq; qi++)
-                    if (since_signal[qi]) {
-                        /* the unsignaled tail completes with the next signaled WR: post one */
-                        since_signal[qi]++;
-                        std::string e =
-                            post_one(qi, size, true, make_wr_id(qi, uint32_t(since_signal[qi])));
-                        if (!e.empty()) return e;
-                        since_signal[qi] = 0;
-                        posted[qi]++;
-                    }
-            }
+            for (size_t qi = 0; stopping && qi < nq; qi++)
+                /* The unsignaled tail completes with the next signaled WR:
+                 * post one, once the send queue has room for it (a full
+                 * queue refuses it with ENOMEM; its signaled WRs free room). */
+                if (since_signal[qi] && posted[qi] - done[qi] < depth) {
+                    since_signal[qi]++;
+                    std::string e =
+                        post_one(qi, size, true, make_wr_id(qi, uint32_t(since_signal[qi])));
+                    if (!e.empty()) return e;
+                    since_signal[qi] = 0;
+                    posted[qi]++;
+                }
             bool drained = stopping;
             for (size_t qi = 0; qi < nq; qi++)
-                drained = drained && done[qi] == posted[qi];
+                drained = drained && done[qi] == posted[qi] && !since_signal[qi];
             if (drained) break;
         } else if (total_done == p_.iters * nq) {
             break;

@@ -63,7 +63,9 @@ class endpoint {
   public:
     using progress_fn = std::function<void()>;
 
-    endpoint(app::stack &st, const perf_params &p, progress_fn progress);
+    /* shard: which of the stack's shards (devices) holds the QPs; the
+     * endpoint is then used only from that shard's lcore. */
+    endpoint(app::stack &st, const perf_params &p, progress_fn progress, unsigned shard = 0);
     ~endpoint();
 
     /* Create PD, MR (num_qps x max_size, all remote access), CQ and the QPs, in INIT. */
@@ -90,6 +92,13 @@ class endpoint {
 
     app::stack &stack() const { return st_; }
 
+    /* Data check of a loopback run: both halves of every QP's buffer get a
+     * pattern of their own (seed); after WRITE/SEND/READ from requester's
+     * source half into this side's target half (or back, for READ) the
+     * first size bytes of the two must be equal. Empty when they are. */
+    void fill_pattern(uint8_t seed);
+    std::string check_data(const endpoint &requester, uint64_t size) const;
+
   private:
     std::string post_one(size_t qi, uint64_t size, bool signaled, uint64_t wr_id);
     std::string poll_errors(const wc *w, int n);
@@ -98,10 +107,13 @@ class endpoint {
      * write_lat side never sees its own outgoing tag as the peer's. */
     uint8_t *buf(size_t qi) { return buf_.data() + qi * 2 * p_.max_size; }
     uint8_t *src(size_t qi) { return buf(qi) + p_.max_size; }
+    const uint8_t *buf(size_t qi) const { return buf_.data() + qi * 2 * p_.max_size; }
+    const uint8_t *src(size_t qi) const { return buf(qi) + p_.max_size; }
 
     app::stack &st_;
     perf_params p_;
     progress_fn progress_;
+    unsigned shard_ = 0;
     std::vector<uint8_t> buf_;
     pd *pd_ = nullptr;
     mr *mr_ = nullptr;

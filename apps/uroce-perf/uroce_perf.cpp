@@ -21,13 +21,17 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <atomic>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <rte_eth_ring.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
 #include <rte_ring.h>
 
 #include "perf_endpoint.h"
@@ -307,19 +311,73 @@ double ring_ceiling_mpps(ethdev_port &a, ethdev_port &b, rte_mempool *pool) {
     return double(moved) / secs / 1e6;
 }
 
+/* A shard's part of a loopback test on a worker lcore: its client runs the
+ * bandwidth loop, then every shard keeps polling until all are done (frames
+ * for this shard's QPs arrive through shard 0's queue: net_ring has no RSS). */
+struct shard_job {
+    endpoint *client = nullptr;
+    std::function<void()> progress;
+    uint64_t size = 0;
+    bw_result r;
+    std::string err;
+    std::atomic<unsigned> *running = nullptr;
+};
+
+int shard_job_main(void *arg) {
+    auto *j = static_cast<shard_job *>(arg);
+    j->err = j->client->run_bw(j->size, j->r, [](double) {});
+    j->running->fetch_sub(1);
+    while (j->running->load() > 0)
+        j->progress();
+    return 0;
+}
+
+/* The whole run: the shards' results added up (their QPs ran side by side). */
+void add_result(bw_result &sum, const bw_result &r) {
+    sum.size = r.size;
+    sum.iters += r.iters;
+    sum.seconds = std::max(sum.seconds, r.seconds);
+    sum.bw_peak_mbs += r.bw_peak_mbs;
+    sum.bw_avg_mbs += r.bw_avg_mbs;
+    sum.msg_rate_mpps += r.msg_rate_mpps;
+}
+
+/* Where the frames went: each shard's own frames, and those shard 0 read
+ * from the one RX queue for the others (net_ring has no RSS). */
+void print_fanout(const app::stack &a, const app::stack &b) {
+    for (const app::stack *st : {&a, &b})
+        for (unsigned k = 0; k < st->shard_count(); k++) {
+            const shard_counters &f = *st->fanout_counters(k);
+            std::printf(" %s shard %u: handled %lu frames, fanout out %lu in %lu ring full %lu\n",
+                        st->name().c_str(), k, (unsigned long)st->eng(k).counters().rx_frames,
+                        (unsigned long)f.fanout_out, (unsigned long)f.fanout_in,
+                        (unsigned long)f.fanout_ring_full);
+        }
+}
+
 int run_loopback(options &o) {
     std::string err;
-    rte_ring *ab =
-        rte_ring_create("uroce_perf_ab", 4096, int(rte_socket_id()), RING_F_SP_ENQ | RING_F_SC_DEQ);
-    rte_ring *ba =
-        rte_ring_create("uroce_perf_ba", 4096, int(rte_socket_id()), RING_F_SP_ENQ | RING_F_SC_DEQ);
+    const unsigned n_shards = o.stack.shards;
+    if (o.p.num_qps < int(n_shards)) {
+        std::fprintf(stderr, "uroce-perf: --shards %u needs at least as many QPs (-q %u)\n",
+                     n_shards, n_shards);
+        return 2;
+    }
+    /* With shards every shard sends on its own TX queue into the one ring
+     * (multi-producer); the peer's single RX queue is read by its shard 0. */
+    const unsigned flags = n_shards > 1 ? RING_F_SC_DEQ : RING_F_SP_ENQ | RING_F_SC_DEQ;
+    rte_ring *ab = rte_ring_create("uroce_perf_ab", 4096, int(rte_socket_id()), flags);
+    rte_ring *ba = rte_ring_create("uroce_perf_ba", 4096, int(rte_socket_id()), flags);
     if (!ab || !ba) {
         std::fprintf(stderr, "uroce-perf: cannot create the net_ring pair's rings: %s\n",
                      rte_strerror(rte_errno));
         return 1;
     }
-    int pa = rte_eth_from_rings("uroce_perf_a", &ba, 1, &ab, 1, int(rte_socket_id()));
-    int pb = rte_eth_from_rings("uroce_perf_b", &ab, 1, &ba, 1, int(rte_socket_id()));
+    std::vector<rte_ring *> tx_ab(n_shards, ab), tx_ba(n_shards, ba);
+    int pa =
+        rte_eth_from_rings("uroce_perf_a", &ba, 1, tx_ab.data(), n_shards, int(rte_socket_id()));
+    int pb =
+        rte_eth_from_rings("uroce_perf_b", &ab, 1, tx_ba.data(), n_shards, int(rte_socket_id()));
     if (pa < 0 || pb < 0) {
         std::fprintf(stderr, "uroce-perf: cannot create the net_ring pair: %s\n",
                      rte_strerror(rte_errno));
@@ -334,6 +392,8 @@ int run_loopback(options &o) {
     sb.mac = rte_ether_addr{{0x02, 0, 0, 0x88, 0, 2}};
     sa.name = "client";
     sb.name = "server";
+    /* Lcore k polls shard k of both stacks (and runs its endpoints). */
+    sa.run_shard_lcores = sb.run_shard_lcores = false;
     sb.pcap.clear();
     auto a = app::stack::create(sa, err);
     if (!a) {
@@ -360,8 +420,13 @@ int run_loopback(options &o) {
     }
     if (o.p.path_mtu > a->max_mtu()) o.p.path_mtu = a->max_mtu();
 
-    std::printf("uroce-perf loopback: two stacks, one core, net_ring pair (%s)\n",
-                a->port().describe().c_str());
+    if (n_shards == 1)
+        std::printf("uroce-perf loopback: two stacks, one core, net_ring pair (%s)\n",
+                    a->port().describe().c_str());
+    else
+        std::printf("uroce-perf loopback: two stacks of %u shards, one lcore per shard pair, "
+                    "net_ring pair (%s)\n",
+                    n_shards, a->port().describe().c_str());
     const double ceiling = ring_ceiling_mpps(a->port(), b->port(), a->port().pool());
     std::printf(" ceiling: bare net_ring pair, 64 B frames, no stack: %.2f Mpps\n", ceiling);
 
@@ -374,50 +439,99 @@ int run_loopback(options &o) {
         perf_params p = o.p;
         p.op = op;
         p.kind = kind;
-        endpoint *server_ptr = nullptr;
-        std::string serr;
-        auto both = [&] {
-            a->poll();
-            b->poll();
-            if (server_ptr && serr.empty()) serr = server_ptr->service();
-        };
-        endpoint client(*a, p, both), server(*b, p, both);
-        server_ptr = &server;
-        for (endpoint *e : {&client, &server})
-            if (std::string e2 = e->create(); !e2.empty()) {
-                std::fprintf(stderr, "uroce-perf: %s\n", e2.c_str());
-                return 1;
-            }
-        if (std::string e = client.connect(server.local_keys(gb), *mac_b, a->gid_index_for(gb));
-            !e.empty()) {
-            std::fprintf(stderr, "uroce-perf: %s\n", e.c_str());
-            return 1;
+        /* Shard k's client and server endpoints hold its share of the QPs
+         * and run on lcore k, which polls shard k of both stacks. */
+        std::vector<perf_params> pk(n_shards, p);
+        for (unsigned k = 0; k < n_shards; k++)
+            pk[k].num_qps = p.num_qps / int(n_shards) + (int(k) < p.num_qps % int(n_shards));
+        std::vector<std::unique_ptr<endpoint>> clients(n_shards), servers(n_shards);
+        std::vector<std::string> serr(n_shards);
+        std::vector<std::function<void()>> progress(n_shards);
+        for (unsigned k = 0; k < n_shards; k++) {
+            progress[k] = [&, k] {
+                a->poll_shard(k);
+                b->poll_shard(k);
+                if (servers[k] && serr[k].empty()) serr[k] = servers[k]->service();
+            };
+            clients[k] = std::make_unique<endpoint>(*a, pk[k], progress[k], k);
+            servers[k] = std::make_unique<endpoint>(*b, pk[k], progress[k], k);
         }
-        if (std::string e = server.connect(client.local_keys(ga), *mac_a, b->gid_index_for(ga));
-            !e.empty()) {
-            std::fprintf(stderr, "uroce-perf: %s\n", e.c_str());
-            return 1;
-        }
-        if (op == verb::send)
-            if (std::string e = server.post_receives(); !e.empty()) {
+        for (unsigned k = 0; k < n_shards; k++) {
+            endpoint &client = *clients[k], &server = *servers[k];
+            for (endpoint *e : {&client, &server})
+                if (std::string e2 = e->create(); !e2.empty()) {
+                    std::fprintf(stderr, "uroce-perf: %s\n", e2.c_str());
+                    return 1;
+                }
+            client.fill_pattern(1);
+            server.fill_pattern(2);
+            if (std::string e = client.connect(server.local_keys(gb), *mac_b, a->gid_index_for(gb));
+                !e.empty()) {
                 std::fprintf(stderr, "uroce-perf: %s\n", e.c_str());
                 return 1;
             }
+            if (std::string e = server.connect(client.local_keys(ga), *mac_a, b->gid_index_for(ga));
+                !e.empty()) {
+                std::fprintf(stderr, "uroce-perf: %s\n", e.c_str());
+                return 1;
+            }
+            if (op == verb::send)
+                if (std::string e = server.post_receives(); !e.empty()) {
+                    std::fprintf(stderr, "uroce-perf: %s\n", e.c_str());
+                    return 1;
+                }
+        }
         std::printf("\n");
         print_bw_header(stdout, op, p, "uroce loopback", o.report_gbits);
         for (uint64_t size : o.sizes) {
             if (op == verb::atomic && size != 8) size = 8;
             bw_result r;
             const bool tty = isatty(STDERR_FILENO);
-            std::string e = client.run_bw(size, r, [&](double frac) {
+            auto on_progress = [&](double frac) {
                 std::fprintf(stderr, tty ? "\r  %s %lu B: %3.0f%%" : "  %s %lu B: %3.0f%%\n",
                              verb_title(op, kind), (unsigned long)size, frac * 100);
                 std::fflush(stderr);
-            });
+            };
+            std::string e;
+            if (n_shards == 1) {
+                e = clients[0]->run_bw(size, r, on_progress);
+            } else {
+                /* Shards 1.. on the worker lcores, shard 0 here; the lcores
+                 * touch only their own shards' devices until all are done. */
+                std::atomic<unsigned> running{n_shards};
+                std::vector<shard_job> jobs(n_shards);
+                unsigned k = 1, lcore;
+                RTE_LCORE_FOREACH_WORKER(lcore) {
+                    if (k == n_shards) break;
+                    jobs[k].client = clients[k].get();
+                    jobs[k].progress = progress[k];
+                    jobs[k].size = size;
+                    jobs[k].running = &running;
+                    if (rte_eal_remote_launch(shard_job_main, &jobs[k], lcore) != 0) {
+                        std::fprintf(stderr, "uroce-perf: cannot start shard %u on lcore %u\n", k,
+                                     lcore);
+                        return 1;
+                    }
+                    k++;
+                }
+                e = clients[0]->run_bw(size, jobs[0].r, on_progress);
+                running.fetch_sub(1);
+                while (running.load() > 0)
+                    progress[0]();
+                rte_eal_mp_wait_lcore();
+                for (unsigned j = 0; j < n_shards; j++) {
+                    add_result(r, jobs[j].r);
+                    if (e.empty()) e = jobs[j].err;
+                }
+            }
             if (tty) std::fprintf(stderr, "\r%60s\r", "");
-            if (!e.empty() || !serr.empty()) {
+            for (unsigned k = 0; k < n_shards && e.empty(); k++) {
+                if (!serr[k].empty()) e = serr[k];
+                if (e.empty()) e = servers[k]->check_data(*clients[k], size);
+            }
+            if (!e.empty()) {
                 std::fprintf(stderr, "uroce-perf: %s %lu B: %s\n", verb_title(op, kind),
-                             (unsigned long)size, (e.empty() ? serr : e).c_str());
+                             (unsigned long)size, e.c_str());
                 rc = 1;
                 break;
             }
@@ -431,6 +545,7 @@ int run_loopback(options &o) {
         }
         std::printf("------------------------------------------------------------------------------"
                     "---------\n");
+        if (n_shards > 1) print_fanout(*a, *b);
         if (rc) break;
     }
     if (rc) {
@@ -444,6 +559,12 @@ int run_loopback(options &o) {
 
 int run_remote(options &o) {
     std::string err;
+    if (o.stack.shards > 1) {
+        /* The QPs of a run against a peer live on the stack's thread (the
+         * control runner hands it every verbs call): shard 0 only. */
+        std::fprintf(stderr, "uroce-perf: --shards is for --loopback runs\n");
+        return 2;
+    }
     if (o.stack.ips.empty()) {
         std::fprintf(stderr, "uroce-perf: no local address: give --ip ADDR[/LEN]\n");
         return 2;

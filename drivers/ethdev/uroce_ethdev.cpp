@@ -10,6 +10,8 @@
 #include <rte_errno.h>
 #include <rte_mbuf.h>
 
+#include "uroce_shard.h"
+
 namespace uroce {
 
 namespace {
@@ -114,15 +116,31 @@ bool ethdev_port::setup(const ethdev_config &cfg, std::string &err) {
         return false;
     }
     driver_name_ = info.driver_name ? info.driver_name : "?";
-    if (cfg.rx_queues > info.max_rx_queues || cfg.tx_queues > info.max_tx_queues) {
+    /* RSS on UDP ports spreads flows (QPs: their source ports differ) over queues. */
+    const uint64_t udp_rss = RTE_ETH_RSS_NONFRAG_IPV4_UDP | RTE_ETH_RSS_NONFRAG_IPV6_UDP;
+    uint16_t n_rx = cfg.rx_queues, n_tx = cfg.tx_queues;
+    if (cfg.shards > 0) {
+        /* Every shard sends on its own queue; they receive on their own
+         * queues only where RSS spreads the flows, else shard 0 reads the
+         * one queue and fans out in software (net_ring, memif, af_packet
+         * without qpairs, tap). */
+        n_tx = cfg.shards;
+        n_rx = cfg.shards > 1 && (info.flow_type_rss_offloads & udp_rss) &&
+                       info.max_rx_queues >= cfg.shards
+                   ? cfg.shards
+                   : 1;
+    }
+    if (n_rx > info.max_rx_queues || n_tx > info.max_tx_queues) {
         std::snprintf(msg, sizeof(msg),
-                      "port %u (%s): %u rx / %u tx queues asked, the PMD has %u / %u", port_id_,
-                      driver_name_.c_str(), cfg.rx_queues, cfg.tx_queues, info.max_rx_queues,
-                      info.max_tx_queues);
+                      "port %u (%s): %u rx / %u tx queues asked, the PMD has %u / %u%s", port_id_,
+                      driver_name_.c_str(), n_rx, n_tx, info.max_rx_queues, info.max_tx_queues,
+                      cfg.shards > 1 ? " (one TX queue per shard)" : "");
         err = msg;
         return false;
     }
-    tx_queues_ = cfg.tx_queues;
+    rx_queues_ = n_rx;
+    tx_queues_ = n_tx;
+    qcnt_.assign(std::max(n_rx, n_tx), queue_cnt{});
 
     /* The largest frame this port carries. PMDs that report no limit (ring,
      * memif, pcap: UINT32_MAX or 0) get a 9000-byte jumbo MTU; af_packet is
@@ -159,15 +177,13 @@ bool ethdev_port::setup(const ethdev_config &cfg, std::string &err) {
     caps_.ipv4_csum_offload =
         cfg.use_ipv4_csum_offload && (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_IPV4_CKSUM);
     if (caps_.ipv4_csum_offload) conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_IPV4_CKSUM;
-    /* RSS on UDP ports spreads QPs (their source ports differ) over queues. */
-    const uint64_t udp_rss = RTE_ETH_RSS_NONFRAG_IPV4_UDP | RTE_ETH_RSS_NONFRAG_IPV6_UDP;
-    if (cfg.rx_queues > 1 && (info.flow_type_rss_offloads & udp_rss)) {
+    if (n_rx > 1 && (info.flow_type_rss_offloads & udp_rss)) {
         conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
         conf.rx_adv_conf.rss_conf.rss_hf = info.flow_type_rss_offloads & udp_rss;
         rss_ = true;
     }
 
-    if (int rc = rte_eth_dev_configure(port_id_, cfg.rx_queues, cfg.tx_queues, &conf); rc != 0) {
+    if (int rc = rte_eth_dev_configure(port_id_, n_rx, n_tx, &conf); rc != 0) {
         std::snprintf(msg, sizeof(msg), "port %u (%s): configure failed: %s", port_id_,
                       driver_name_.c_str(), rte_strerror(-rc));
         err = msg;
@@ -195,9 +211,12 @@ bool ethdev_port::setup(const ethdev_config &cfg, std::string &err) {
         room = std::max<uint32_t>(need, info.min_rx_bufsize) + RTE_PKTMBUF_HEADROOM;
     }
     if (room > UINT16_MAX) room = UINT16_MAX;
-    uint32_t n_mbufs = cfg.pool_mbufs ? cfg.pool_mbufs
-                                      : uint32_t(cfg.rx_queues) * cfg.rx_desc +
-                                            uint32_t(cfg.tx_queues) * cfg.tx_desc + 4096;
+    uint32_t n_mbufs = cfg.pool_mbufs
+                           ? cfg.pool_mbufs
+                           : uint32_t(n_rx) * cfg.rx_desc + uint32_t(n_tx) * cfg.tx_desc + 4096;
+    /* With shards, received frames also wait in the shards' inboxes. */
+    if (!cfg.pool_mbufs && cfg.shards > 1)
+        n_mbufs += uint32_t(cfg.shards) * shard_group::default_ring_size;
     char pool_name[RTE_MEMPOOL_NAMESIZE];
     std::snprintf(pool_name, sizeof(pool_name), "uroce_port%u", port_id_);
     pool_ = rte_pktmbuf_pool_create(pool_name, n_mbufs, 256, 0, uint16_t(room),
@@ -212,7 +231,7 @@ bool ethdev_port::setup(const ethdev_config &cfg, std::string &err) {
     }
 
     int socket = rte_eth_dev_socket_id(port_id_);
-    for (uint16_t q = 0; q < cfg.rx_queues; q++) {
+    for (uint16_t q = 0; q < n_rx; q++) {
         rte_eth_rxconf rxc = info.default_rxconf;
         rxc.offloads = conf.rxmode.offloads;
         if (int rc = rte_eth_rx_queue_setup(port_id_, q, cfg.rx_desc, socket, &rxc, pool_);
@@ -223,7 +242,7 @@ bool ethdev_port::setup(const ethdev_config &cfg, std::string &err) {
             return false;
         }
     }
-    for (uint16_t q = 0; q < cfg.tx_queues; q++) {
+    for (uint16_t q = 0; q < n_tx; q++) {
         rte_eth_txconf txc = info.default_txconf;
         txc.offloads = conf.txmode.offloads;
         if (int rc = rte_eth_tx_queue_setup(port_id_, q, cfg.tx_desc, socket, &txc); rc != 0) {
@@ -269,13 +288,31 @@ uint16_t ethdev_port::tx_burst(uint16_t queue, rte_mbuf **pkts, uint16_t n) {
     uint16_t ok = 0;
     while (ok < n && pkts[ok]->pkt_len <= caps_.max_frame_len)
         ok++;
-    uint16_t sent = rte_eth_tx_burst(port_id_, queue % tx_queues_, pkts, ok);
+    queue = uint16_t(queue % tx_queues_);
+    uint16_t sent = rte_eth_tx_burst(port_id_, queue, pkts, ok);
+    ethdev_counters &c = qcnt_[queue].c;
     for (uint16_t i = 0; i < sent; i++)
-        cnt_.tx_bytes += pkts[i]->pkt_len;
-    cnt_.tx_pkts += sent;
-    cnt_.tx_full += ok - sent;
-    if (ok < n && sent == ok) cnt_.tx_too_long++;
+        c.tx_bytes += pkts[i]->pkt_len;
+    c.tx_pkts += sent;
+    c.tx_full += ok - sent;
+    if (ok < n && sent == ok) c.tx_too_long++;
     return sent;
+}
+
+void ethdev_counters_add(ethdev_counters &to, const ethdev_counters &c) {
+    to.rx_pkts += c.rx_pkts;
+    to.rx_bytes += c.rx_bytes;
+    to.tx_pkts += c.tx_pkts;
+    to.tx_bytes += c.tx_bytes;
+    to.tx_full += c.tx_full;
+    to.tx_too_long += c.tx_too_long;
+}
+
+ethdev_counters ethdev_port::counters() const {
+    ethdev_counters sum;
+    for (const queue_cnt &q : qcnt_)
+        ethdev_counters_add(sum, q.c);
+    return sum;
 }
 
 uint32_t ethdev_port::max_ib_mtu() const {
@@ -289,15 +326,17 @@ uint32_t ethdev_port::max_ib_mtu() const {
 }
 
 std::string ethdev_port::describe() const {
-    char buf[256];
+    char buf[320], queues[48] = "";
+    if (rx_queues_ > 1 || tx_queues_ > 1)
+        std::snprintf(queues, sizeof(queues), " queues rx %u tx %u", rx_queues_, tx_queues_);
     std::snprintf(buf, sizeof(buf),
-                  "port %u %s mac %02x:%02x:%02x:%02x:%02x:%02x max-frame %u ib-mtu %u%s%s%s%s",
+                  "port %u %s mac %02x:%02x:%02x:%02x:%02x:%02x max-frame %u ib-mtu %u%s%s%s%s%s",
                   port_id_, driver_name_.c_str(), mac_.addr_bytes[0], mac_.addr_bytes[1],
                   mac_.addr_bytes[2], mac_.addr_bytes[3], mac_.addr_bytes[4], mac_.addr_bytes[5],
                   caps_.max_frame_len, max_ib_mtu(),
                   caps_.ipv4_csum_offload ? " ipv4-csum-offload" : "",
                   tx_multi_seg_ ? " tx-multi-seg" : "", rx_scatter_ ? " rx-scatter" : "",
-                  rss_ ? " rss-udp" : "");
+                  rss_ ? " rss-udp" : "", queues);
     return buf;
 }
 

@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <rte_ethdev.h>
 
@@ -31,6 +32,11 @@ struct ethdev_config {
     uint16_t port_id = RTE_MAX_ETHPORTS;
     uint16_t rx_queues = 1;
     uint16_t tx_queues = 1;
+    /* Shards (lib/engine/uroce_shard.h) that will serve the port, one per
+     * lcore; 0 = rx_queues/tx_queues as given. N: one TX queue per shard,
+     * and one RX queue per shard with RSS on UDP where the PMD has it, else
+     * a single RX queue that shard 0 reads and fans out (doc/dpdk-ports.md). */
+    uint16_t shards = 0;
     uint16_t rx_desc = 1024;
     uint16_t tx_desc = 1024;
     /* mbufs in the pool; 0 = enough for every descriptor plus in-flight work. */
@@ -58,6 +64,7 @@ struct ethdev_counters {
     uint64_t tx_full = 0;     /* frames the PMD did not take (ring full); the caller frees them */
     uint64_t tx_too_long = 0; /* frames above max_frame_len, dropped before the PMD */
 };
+void ethdev_counters_add(ethdev_counters &to, const ethdev_counters &c);
 
 class ethdev_port final : public netdev {
   public:
@@ -67,11 +74,13 @@ class ethdev_port final : public netdev {
     ethdev_port(const ethdev_port &) = delete;
     ethdev_port &operator=(const ethdev_port &) = delete;
 
+    /* Each queue is used by one thread (its shard's lcore); so are its counters. */
     uint16_t rx_burst(uint16_t queue, rte_mbuf **pkts, uint16_t n) {
         uint16_t got = rte_eth_rx_burst(port_id_, queue, pkts, n);
-        cnt_.rx_pkts += got;
+        ethdev_counters &c = qcnt_[queue].c;
+        c.rx_pkts += got;
         for (uint16_t i = 0; i < got; i++)
-            cnt_.rx_bytes += pkts[i]->pkt_len;
+            c.rx_bytes += pkts[i]->pkt_len;
         return got;
     }
     uint16_t tx_burst(rte_mbuf **pkts, uint16_t n) override { return tx_burst(0, pkts, n); }
@@ -83,7 +92,11 @@ class ethdev_port final : public netdev {
     uint16_t port_id() const { return port_id_; }
     rte_mempool *pool() const { return pool_; }
     const std::string &driver_name() const { return driver_name_; }
-    const ethdev_counters &counters() const { return cnt_; }
+    /* The sum over the queues (a snapshot when other lcores run them). */
+    ethdev_counters counters() const;
+    const ethdev_counters &queue_counters(uint16_t queue) const { return qcnt_[queue].c; }
+    uint16_t rx_queues() const { return rx_queues_; }
+    uint16_t tx_queues() const { return tx_queues_; }
     bool rx_scatter() const { return rx_scatter_; }
     bool tx_multi_seg() const { return tx_multi_seg_; }
     bool rss() const { return rss_; }
@@ -111,8 +124,28 @@ class ethdev_port final : public netdev {
     bool rx_scatter_ = false;
     bool tx_multi_seg_ = false;
     bool rss_ = false;
+    uint16_t rx_queues_ = 1;
     uint16_t tx_queues_ = 1;
-    ethdev_counters cnt_{};
+    /* One cache line per queue: lcores counting side by side share none. */
+    struct alignas(RTE_CACHE_LINE_SIZE) queue_cnt {
+        ethdev_counters c;
+    };
+    std::vector<queue_cnt> qcnt_{1};
+};
+
+/* One TX queue of a port as a netdev: the output of shard i's engine. */
+class ethdev_tx_queue final : public netdev {
+  public:
+    ethdev_tx_queue(ethdev_port &port, uint16_t queue) : port_(port), queue_(queue) {}
+    uint16_t tx_burst(rte_mbuf **pkts, uint16_t n) override {
+        return port_.tx_burst(queue_, pkts, n);
+    }
+    const uint8_t *mac() const override { return port_.mac(); }
+    netdev_caps caps() const override { return port_.caps(); }
+
+  private:
+    ethdev_port &port_;
+    uint16_t queue_;
 };
 
 /* PMD traps measured here, fixed in the vdev arguments unless the caller

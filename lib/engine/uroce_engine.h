@@ -44,8 +44,9 @@ enum class frame_class : uint8_t {
 const char *frame_class_name(frame_class c);
 
 /* Looks at just enough of the first segment to route the frame; full
- * validation is the parser's job (the transport counts its errors). */
-static inline frame_class classify_frame(const rte_mbuf *m) {
+ * validation is the parser's job (the transport counts its errors). For
+ * RoCEv2 frames udp_off is the UDP header's offset (the BTH follows it). */
+static inline frame_class classify_frame(const rte_mbuf *m, uint32_t &udp_off) {
     const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
     const uint32_t len = m->data_len;
     if (len < sizeof(eth_hdr)) return frame_class::runt;
@@ -75,9 +76,15 @@ static inline frame_class classify_frame(const rte_mbuf *m) {
     }
     if (proto != ip_proto_udp) return frame_class::not_udp;
     if (len < off + sizeof(udp_hdr)) return frame_class::runt;
+    udp_off = off;
     return reinterpret_cast<const udp_hdr *>(p + off)->dst_port() == rocev2_udp_port
                ? frame_class::roce
                : frame_class::other_udp;
+}
+
+static inline frame_class classify_frame(const rte_mbuf *m) {
+    uint32_t udp_off;
+    return classify_frame(m, udp_off);
 }
 
 struct engine_counters {

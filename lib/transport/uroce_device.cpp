@@ -15,7 +15,8 @@
 
 namespace uroce {
 
-device::device(const device_config &cfg) : cfg_(cfg) {
+device::device(const device_config &cfg)
+    : cfg_(cfg), qpn_base_(first_qpn + uint32_t(cfg.shard_index) * qpn_shard_span) {
     clock_ = cfg.clock ? cfg.clock : default_clock();
     timers_.start(clock_->now_ns());
     uint64_t seed = cfg.seed ? cfg.seed : rte_rdtsc();
@@ -252,7 +253,7 @@ qp *device::create_qp(pd *p, const qp_init_attr &a, verbs_error *err) {
     auto q = std::make_unique<qp>();
     q->dev = this;
     q->pd = p;
-    q->qpn = first_qpn + slot;
+    q->qpn = qpn_base_ + slot;
     verbs_error e = qp_init(q.get(), a);
     if (e != verbs_error::ok) return fail(e);
     if (q->type == qp_type::ud) {
@@ -282,7 +283,7 @@ verbs_error device::destroy_qp(qp *q) {
         }
         pp = &(*pp)->sched_next;
     }
-    qps_[q->qpn - first_qpn] = nullptr;
+    qps_[q->qpn - qpn_base_] = nullptr;
     qp_counters_add(dead_qp_cnt_, q->cnt);
     --q->pd->usecnt;
     --q->scq->usecnt;

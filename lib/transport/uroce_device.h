@@ -55,6 +55,9 @@ class device {
     uint64_t now_ns() { return clock_->now_ns(); }
     uint32_t max_mtu_bytes() const { return mtu_to_bytes(cfg_.max_mtu); }
     const device_config &config() const { return cfg_; }
+    /* The QPN of QP table slot 0: first_qpn in this shard's slice of the QPN
+     * space (first_qpn itself for shard 0, the single-shard default). */
+    uint32_t qpn_base() const { return qpn_base_; }
     netdev *dev() const { return cfg_.dev; }
     rte_mempool *pool() const { return cfg_.pool; }
     timer_wheel &timers() { return timers_; }
@@ -76,7 +79,7 @@ class device {
     }
     uint16_t next_ip_id() { return ip_id_++; }
     qp *lookup_qp(uint32_t qpn) const {
-        uint32_t i = qpn - first_qpn;
+        uint32_t i = qpn - qpn_base_;
         return i < qps_.size() ? qps_[i] : nullptr;
     }
     bool has_gid(const gid &g) const;
@@ -108,7 +111,8 @@ class device {
     mr_table mrs_;
     dev_counters cnt_;
     qp_counters dead_qp_cnt_; /* counters of destroyed QPs */
-    std::vector<qp *> qps_;   /* index qpn - first_qpn */
+    uint32_t qpn_base_;       /* first_qpn + shard_index * qpn_shard_span */
+    std::vector<qp *> qps_;   /* index qpn - qpn_base_ */
     uint32_t next_qpn_ = 0;
     std::vector<std::unique_ptr<pd>> pds_;
     std::vector<std::unique_ptr<mr>> mrs_owned_;

@@ -54,6 +54,11 @@ context *open_device(const device_config &cfg, verbs_error *err) {
         cfg.max_qp > (1u << 20) || cfg.max_mr == 0 || cfg.max_mr >= (1u << 24) ||
         !mtu_valid(cfg.max_mtu))
         return set_err<context>(err, verbs_error::inval);
+    /* A shard's QPNs must stay inside its 2^16 slice of the QPN space. */
+    if (cfg.shard_count == 0 || cfg.shard_count > max_shards ||
+        cfg.shard_index >= cfg.shard_count ||
+        (cfg.shard_count > 1 && cfg.max_qp > qpn_shard_span - device::first_qpn))
+        return set_err<context>(err, verbs_error::inval);
     if (err) *err = verbs_error::ok;
     return new device(cfg);
 }

@@ -335,7 +335,26 @@ struct device_config {
     uint32_t max_qp = 1024;
     uint32_t max_mr = 4096;
     mtu max_mtu = mtu::mtu_4096;
+    /* QPN sharding: this device is shard shard_index of shard_count devices
+     * that split one port's QPN space, one per lcore (lib/engine/uroce_shard.h).
+     * Its QPNs carry the shard index in bits 16..23 (qpn_shard below); with
+     * more than one shard, max_qp is at most qpn_shard_span - 0x11. */
+    uint16_t shard_index = 0;
+    uint16_t shard_count = 1;
 };
+
+/* Which shard owns a QPN: the BTH's 24-bit destination QPN carries the shard
+ * index in its top 8 bits, so a received frame's owner is one shift away
+ * (no table, no division). Shard 0 of 1 keeps rxe's QPNs (0x11, 0x12, ...);
+ * QP0/QP1 and QPNs naming no shard belong to shard 0, which counts them as
+ * unknown like any other QPN it does not have. */
+constexpr unsigned qpn_shard_shift = 16;
+constexpr uint32_t qpn_shard_span = 1u << qpn_shard_shift; /* QPNs per shard */
+constexpr unsigned max_shards = 1u << (24 - qpn_shard_shift);
+static inline unsigned qpn_shard(uint32_t qpn, unsigned shard_count) {
+    const unsigned s = (qpn & 0xffffffu) >> qpn_shard_shift;
+    return s < shard_count ? s : 0;
+}
 
 /* Open a device (ibv_open_device). The context owns every object created on it. */
 context *open_device(const device_config &cfg, verbs_error *err = nullptr);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * The device and its driver contract: a driver that takes only part of a
  * burst (its refusals are freed and counted, and the transport recovers by
- * retransmission); QP table lookups; close_device with work outstanding.
+ * retransmission); QP table lookups; close_device with work outstanding;
+ * QPN sharding (a shard's QPNs, their lookup, and traffic between shards).
  */
 #include <cstring>
 #include <vector>
@@ -91,6 +92,107 @@ TEST_F(device_t, qp_lookup_and_close_with_work_outstanding) {
     close_device(a.ctx);
     a.ctx = nullptr;
     EXPECT_EQ(b.ctx->lookup_qp(qp_num(b.qp)), b.qp);
+}
+
+/* Reopen e's device as shard `index` of `count` (the fixture opens shard 0 of 1). */
+void reopen_as_shard(endpoint &e, uint16_t index, uint16_t count, manual_clock &clk) {
+    device_config cfg = e.ctx->config();
+    close_device(e.ctx);
+    cfg.shard_index = index;
+    cfg.shard_count = count;
+    cfg.max_qp = 64;
+    cfg.clock = &clk;
+    verbs_error err;
+    e.ctx = open_device(cfg, &err);
+    ASSERT_NE(e.ctx, nullptr) << verbs_error_str(err);
+    e.pd = alloc_pd(e.ctx);
+    e.scq = create_cq(e.ctx, 256);
+    e.rcq = create_cq(e.ctx, 256);
+}
+
+TEST_F(device_t, single_shard_keeps_rxe_qpns) {
+    setup_pair();
+    EXPECT_EQ(a.ctx->qpn_base(), device::first_qpn);
+    EXPECT_EQ(qp_num(a.qp), 0x11u); /* golden captures and interop tests depend on it */
+    EXPECT_EQ(qpn_shard(qp_num(a.qp), 1), 0u);
+}
+
+TEST_F(device_t, shard_qpns_carry_the_shard_index) {
+    make_link();
+    open(a, a.port, gid_for(0), mac_a, 11);
+    reopen_as_shard(a, 2, 4, clk);
+    EXPECT_EQ(a.ctx->qpn_base(), 0x20011u);
+    qp *q1 = make_qp(a), *q2 = make_qp(a);
+    ASSERT_NE(q1, nullptr);
+    ASSERT_NE(q2, nullptr);
+    EXPECT_EQ(qp_num(q1), 0x20011u);
+    EXPECT_EQ(qp_num(q2), 0x20012u);
+    EXPECT_EQ(qpn_shard(qp_num(q1), 4), 2u);
+    EXPECT_EQ(a.ctx->lookup_qp(0x20011), q1);
+    EXPECT_EQ(a.ctx->lookup_qp(0x20012), q2);
+    EXPECT_EQ(a.ctx->lookup_qp(0x11), nullptr);    /* shard 0's first QPN */
+    EXPECT_EQ(a.ctx->lookup_qp(0x30011), nullptr); /* shard 3's */
+    EXPECT_EQ(a.ctx->lookup_qp(0x20010), nullptr);
+    /* QPNs of shards that do not exist, and QP0/QP1, belong to shard 0 */
+    EXPECT_EQ(qpn_shard(0x1, 4), 0u);
+    EXPECT_EQ(qpn_shard(0x50011, 4), 0u);
+    EXPECT_EQ(qpn_shard(0xff0011, 256), 255u);
+    ASSERT_EQ(destroy_qp(q1), verbs_error::ok);
+    EXPECT_EQ(a.ctx->lookup_qp(0x20011), nullptr);
+    EXPECT_EQ(qp_num(make_qp(a)), 0x20013u); /* QPNs are not reused at once, as rxe */
+}
+
+TEST_F(device_t, shard_config_is_checked) {
+    make_link();
+    device_config cfg;
+    cfg.dev = a.port;
+    cfg.pool = test_pool();
+    cfg.gids[0] = gid::from_ipv4(0x0a000001);
+    cfg.num_gids = 1;
+    cfg.clock = &clk;
+    cfg.max_qp = 64;
+    verbs_error err;
+    auto rejected = [&](uint16_t index, uint16_t count, uint32_t max_qp) {
+        cfg.shard_index = index;
+        cfg.shard_count = count;
+        cfg.max_qp = max_qp;
+        context *c = open_device(cfg, &err);
+        if (c) close_device(c);
+        return c == nullptr && err == verbs_error::inval;
+    };
+    EXPECT_TRUE(rejected(0, 0, 64));
+    EXPECT_TRUE(rejected(2, 2, 64));
+    EXPECT_TRUE(rejected(0, 257, 64));
+    EXPECT_TRUE(rejected(1, 2, qpn_shard_span)); /* would spill into shard 2's QPNs */
+    EXPECT_FALSE(rejected(1, 2, qpn_shard_span - device::first_qpn));
+    EXPECT_FALSE(rejected(255, 256, 64));
+    EXPECT_FALSE(rejected(0, 1, 1u << 20)); /* one shard: the whole QPN space, as before */
+}
+
+TEST_F(device_t, rdma_write_between_two_shards) {
+    make_link();
+    open(a, a.port, gid_for(0), mac_a, 11);
+    open(b, b.port, gid_for(1), mac_b, 22);
+    reopen_as_shard(a, 1, 2, clk);
+    reopen_as_shard(b, 0, 2, clk);
+    a.qp = make_qp(a);
+    b.qp = make_qp(b);
+    ASSERT_EQ(qp_num(a.qp), 0x10011u);
+    ASSERT_EQ(qp_num(b.qp), 0x11u);
+    connect(a, b, 10, 20);
+    connect(b, a, 20, 10);
+    std::vector<uint8_t> src(16 * 1024), dst(16 * 1024);
+    mr *ms = reg(a, src.data(), src.size());
+    mr *md = reg(b, dst.data(), dst.size());
+    fill_pattern(src.data(), src.size(), 7);
+    ASSERT_EQ(post_one(a, wr_opcode::rdma_write, src.data(), uint32_t(src.size()), ms, 1,
+                       reinterpret_cast<uint64_t>(dst.data()), mr_rkey(md)),
+              verbs_error::ok);
+    auto w = poll_n(a.scq, 1);
+    ASSERT_EQ(w.size(), 1u);
+    EXPECT_EQ(w[0].status, wc_status::success);
+    EXPECT_EQ(src, dst);
+    EXPECT_EQ(a.ctx->counters().rx_no_qp, 0u);
 }
 
 } // namespace

@@ -3,8 +3,12 @@
  */
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include <rte_eal.h>
+#include <rte_eth_ring.h>
 #include <rte_mbuf.h>
+#include <rte_ring.h>
 
 #include "eal_env.h"
 #include "uroce_ethdev.h"
@@ -89,6 +93,77 @@ TEST(ethdev, too_long_frames_are_refused_and_counted) {
     EXPECT_EQ(port->tx_burst(&m, 1), 0);
     EXPECT_EQ(port->counters().tx_too_long, 1u);
     rte_pktmbuf_free(m);
+}
+
+/* Shards on a PMD without RSS (net_ring): one TX queue per shard, one RX
+ * queue (shard 0 fans out), counters per queue and summed. */
+TEST(ethdev, shards_without_rss_get_tx_queues_and_one_rx_queue) {
+    /* Both TX queues feed the same multi-producer ring, read back by RX queue 0. */
+    rte_ring *r = rte_ring_create("ethdev_ut_sh", 256, SOCKET_ID_ANY, RING_F_SC_DEQ);
+    ASSERT_NE(r, nullptr);
+    rte_ring *tx[2] = {r, r};
+    int pid = rte_eth_from_rings("net_ring_ut_sh", &r, 1, tx, 2, SOCKET_ID_ANY);
+    ASSERT_GE(pid, 0);
+    ethdev_config cfg;
+    cfg.port_id = uint16_t(pid);
+    cfg.shards = 2;
+    std::string err;
+    auto port = ethdev_port::open(cfg, err);
+    ASSERT_NE(port, nullptr) << err;
+    EXPECT_EQ(port->rx_queues(), 1);
+    EXPECT_EQ(port->tx_queues(), 2);
+    EXPECT_FALSE(port->rss());
+    EXPECT_NE(port->describe().find("queues rx 1 tx 2"), std::string::npos) << port->describe();
+
+    ethdev_tx_queue q1(*port, 1);
+    EXPECT_EQ(std::memcmp(q1.mac(), port->mac(), 6), 0);
+    EXPECT_EQ(q1.caps().max_frame_len, port->caps().max_frame_len);
+    rte_mbuf *m[3] = {make_frame(port->pool(), 100), make_frame(port->pool(), 200),
+                      make_frame(port->pool(), 300)};
+    ASSERT_EQ(port->tx_burst(m, 1), 1); /* queue 0 */
+    ASSERT_EQ(q1.tx_burst(m + 1, 2), 2);
+    rte_mbuf *rx[4];
+    ASSERT_EQ(port->rx_burst(0, rx, 4), 3);
+    rte_pktmbuf_free_bulk(rx, 3);
+    EXPECT_EQ(port->queue_counters(0).tx_pkts, 1u);
+    EXPECT_EQ(port->queue_counters(1).tx_pkts, 2u);
+    EXPECT_EQ(port->queue_counters(1).tx_bytes, 500u);
+    EXPECT_EQ(port->queue_counters(0).rx_pkts, 3u);
+    EXPECT_EQ(port->counters().tx_pkts, 3u);
+    EXPECT_EQ(port->counters().tx_bytes, 600u);
+    EXPECT_EQ(port->counters().rx_bytes, 600u);
+    port.reset();
+    rte_ring_free(r);
+}
+
+/* A PMD that reports RSS on UDP (net_null does): one RX queue per shard. */
+TEST(ethdev, shards_with_rss_get_an_rx_queue_each) {
+    ethdev_config cfg;
+    cfg.vdev = "net_null_ut_sh";
+    cfg.shards = 2;
+    std::string err;
+    auto port = ethdev_port::open(cfg, err);
+    ASSERT_NE(port, nullptr) << err;
+    EXPECT_EQ(port->rx_queues(), 2);
+    EXPECT_EQ(port->tx_queues(), 2);
+    EXPECT_TRUE(port->rss());
+    EXPECT_NE(port->describe().find("rss-udp queues rx 2 tx 2"), std::string::npos)
+        << port->describe();
+}
+
+TEST(ethdev, shards_need_a_tx_queue_each) {
+    rte_ring *r = rte_ring_create("ethdev_ut_sh1", 256, SOCKET_ID_ANY, 0);
+    ASSERT_NE(r, nullptr);
+    int pid = rte_eth_from_rings("net_ring_ut_sh1", &r, 1, &r, 1, SOCKET_ID_ANY);
+    ASSERT_GE(pid, 0);
+    ethdev_config cfg;
+    cfg.port_id = uint16_t(pid);
+    cfg.shards = 2;
+    std::string err;
+    EXPECT_EQ(ethdev_port::open(cfg, err), nullptr);
+    EXPECT_NE(err.find("one TX queue per shard"), std::string::npos) << err;
+    rte_eth_dev_close(uint16_t(pid));
+    rte_ring_free(r);
 }
 
 TEST(ethdev, errors_name_the_problem) {
