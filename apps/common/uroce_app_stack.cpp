@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "uroce_app_stack.h"
 
+#include <cctype>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <string_view>
 #include <unistd.h>
@@ -35,13 +37,23 @@ registry_map &registry() {
     return r;
 }
 
+/* DPDK 22.11 refuses (-EINVAL, the entry silently missing) any dict key
+ * with a character other than [A-Za-z0-9_/]: "port.rx_pkts" or
+ * "engine.rx_not-ip" left /uroce/counters empty. Keys are prefix_name with
+ * anything else turned into '_'. */
+void add_u64(rte_tel_data *d, const char *prefix, const char *name, uint64_t v) {
+    char key[RTE_TEL_MAX_STRING_LEN];
+    std::snprintf(key, sizeof(key), "%s_%s", prefix, name);
+    for (char *p = key; *p; p++)
+        if (!std::isalnum(static_cast<unsigned char>(*p)) && *p != '/') *p = '_';
+    rte_tel_data_add_dict_u64(d, key, v);
+}
+
 template <class C>
 void add_counters(rte_tel_data *d, const char *prefix, const C &c, const counter_desc *table,
                   size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        std::string key = std::string(prefix) + table[i].name;
-        rte_tel_data_add_dict_u64(d, key.c_str(), counter_value(c, table[i]));
-    }
+    for (size_t i = 0; i < n; i++)
+        add_u64(d, prefix, table[i].name, counter_value(c, table[i]));
 }
 
 /* /uroce/list: stack names. /uroce/counters,NAME: the stack's counters
@@ -60,19 +72,19 @@ int tel_counters(const char *, const char *params, rte_tel_data *d) {
     const stack *st = acc->second;
     rte_tel_data_start_dict(d);
     const ethdev_counters &pc = st->port().counters();
-    rte_tel_data_add_dict_u64(d, "port.rx_pkts", pc.rx_pkts);
-    rte_tel_data_add_dict_u64(d, "port.rx_bytes", pc.rx_bytes);
-    rte_tel_data_add_dict_u64(d, "port.tx_pkts", pc.tx_pkts);
-    rte_tel_data_add_dict_u64(d, "port.tx_bytes", pc.tx_bytes);
-    rte_tel_data_add_dict_u64(d, "port.tx_full", pc.tx_full);
-    rte_tel_data_add_dict_u64(d, "port.tx_too_long", pc.tx_too_long);
+    add_u64(d, "port", "rx_pkts", pc.rx_pkts);
+    add_u64(d, "port", "rx_bytes", pc.rx_bytes);
+    add_u64(d, "port", "tx_pkts", pc.tx_pkts);
+    add_u64(d, "port", "tx_bytes", pc.tx_bytes);
+    add_u64(d, "port", "tx_full", pc.tx_full);
+    add_u64(d, "port", "tx_too_long", pc.tx_too_long);
     const engine_counters &ec = st->eng().counters();
     for (size_t c = 0; c < size_t(frame_class::count); c++) {
-        std::string key = std::string("engine.rx_") + frame_class_name(frame_class(c));
-        rte_tel_data_add_dict_u64(d, key.c_str(), ec.rx_by_class[c]);
+        std::string name = std::string("rx_") + frame_class_name(frame_class(c));
+        add_u64(d, "engine", name.c_str(), ec.rx_by_class[c]);
     }
-    add_counters(d, "dev.", st->ctx()->counters(), dev_counter_table, std::size(dev_counter_table));
-    add_counters(d, "qp.", st->ctx()->qp_totals(), qp_counter_table, std::size(qp_counter_table));
+    add_counters(d, "dev", st->ctx()->counters(), dev_counter_table, std::size(dev_counter_table));
+    add_counters(d, "qp", st->ctx()->qp_totals(), qp_counter_table, std::size(qp_counter_table));
     return 0;
 }
 
