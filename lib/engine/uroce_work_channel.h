@@ -43,7 +43,13 @@
  *
  * Threads: one application thread per channel (post_*, poll, app_counters);
  * the device's thread calls add_cq() and serve(). A device may serve several
- * channels (one per application thread).
+ * channels (one per application thread). Control verbs (create_qp,
+ * modify_qp, ...) and SRQ receives are not channel operations: run them on
+ * the device's thread.
+ *
+ * post_*() and poll() are out of line, unlike the engine's per-packet
+ * helpers: one call per WR chain is small next to the slot copy, and this
+ * header stays free of the transport's QP layout.
  */
 #ifndef UROCE_WORK_CHANNEL_H
 #define UROCE_WORK_CHANNEL_H
