@@ -40,6 +40,8 @@
  * else polls it. serve() stops moving completions when the completion ring is
  * full; they wait in their CQ, so size CQs and comp_depth for the signaled
  * WRs you keep in flight (an overflowing CQ loses completions, as in ibv).
+ * It also takes no request while the completion ring has no room for the
+ * error completion that request could turn into: poll, and posting resumes.
  *
  * Threads: one application thread per channel (post_*, poll, app_counters);
  * the device's thread calls add_cq() and serve(). A device may serve several

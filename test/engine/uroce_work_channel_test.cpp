@@ -145,6 +145,35 @@ TEST_F(work_channel_test, full_ring_is_reported_not_dropped) {
     }
 }
 
+TEST_F(work_channel_test, receive_chain_stops_at_a_full_ring) {
+    setup_pair();
+    work_channel_config cfg;
+    cfg.depth = 4;
+    make_channel(cfg);
+    std::vector<uint8_t> buf(64 * 6);
+    mr *m = reg(a, buf.data(), buf.size());
+    sge s[6];
+    recv_wr r[6];
+    for (int i = 0; i < 6; i++) {
+        s[i] = sge{reinterpret_cast<uint64_t>(buf.data() + 64 * i), 64, mr_lkey(m)};
+        r[i].wr_id = 20 + uint64_t(i);
+        r[i].sg_list = &s[i];
+        r[i].num_sge = 1;
+        r[i].next = i < 5 ? &r[i + 1] : nullptr;
+    }
+    recv_wr *bad = nullptr;
+    EXPECT_EQ(ch->post_recv(a.qp, r, &bad), verbs_error::nomem);
+    EXPECT_EQ(bad, &r[4]);
+    EXPECT_EQ(ch->app_counters().posted_recv.load(), 4u);
+    EXPECT_EQ(ch->app_counters().refused_full.load(), 1u);
+    EXPECT_EQ(ch->serve(), 4u);
+    EXPECT_EQ(a.qp->rq.count(), 4u); /* on the QP's receive queue now */
+    EXPECT_EQ(ch->post_recv(a.qp, &r[4], &bad), verbs_error::ok);
+    EXPECT_EQ(ch->serve(), 2u);
+    EXPECT_EQ(a.qp->rq.count(), 6u);
+    EXPECT_EQ(ch->serve_counters().served.load(), 6u);
+}
+
 TEST_F(work_channel_test, immediate_errors) {
     setup_pair();
     work_channel_config cfg;
