@@ -28,7 +28,11 @@
  *    the post. status = loc_qp_op_err, vendor_err = the errno post_* returned
  *    (EINVAL, ENOENT for a destroyed QP), wr_id and qp_num of the WR, opcode
  *    of the work request. Such a completion can overtake completions of
- *    earlier WRs still in flight on the same QP.
+ *    earlier WRs still in flight on the same QP. (A destroyed QP is told by
+ *    its QPN and address both; a new QP could fool that only with the same
+ *    QPN, which the device hands out again after cycling through max_qp
+ *    others, at the same address. To be sure, destroy a QP once
+ *    requests_pending() is 0.)
  *  - a full send or receive queue on the QP is not an error here: serve()
  *    leaves the request at the head of the ring and retries on its next call
  *    (counted in qp_full_stalls). The ring is FIFO, so WRs for other QPs
