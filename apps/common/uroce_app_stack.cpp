@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "uroce_app_stack.h"
 
+#include <cctype>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <string_view>
 #include <unistd.h>
@@ -37,6 +39,18 @@ registry_map &registry() {
     return r;
 }
 
+/* DPDK 22.11 refuses (-EINVAL, the entry silently missing) any dict key
+ * with a character other than [A-Za-z0-9_/]: "port.rx_pkts" or
+ * "engine.rx_not-ip" left /uroce/counters empty. Keys are prefix_name with
+ * anything else turned into '_'. */
+void add_u64(rte_tel_data *d, const char *prefix, const char *name, uint64_t v) {
+    char key[RTE_TEL_MAX_STRING_LEN];
+    std::snprintf(key, sizeof(key), "%s_%s", prefix, name);
+    for (char *p = key; *p; p++)
+        if (!std::isalnum(static_cast<unsigned char>(*p)) && *p != '/') *p = '_';
+    rte_tel_data_add_dict_u64(d, key, v);
+}
+
 /* The sum over the stack's shards (one shard: its own counters). */
 template <class Get>
 void add_counters(rte_tel_data *d, const char *prefix, const stack &st, Get get,
@@ -45,8 +59,7 @@ void add_counters(rte_tel_data *d, const char *prefix, const stack &st, Get get,
         uint64_t v = 0;
         for (unsigned s = 0; s < st.shard_count(); s++)
             v += counter_value(get(st.ctx(s)), table[i]);
-        std::string key = std::string(prefix) + table[i].name;
-        rte_tel_data_add_dict_u64(d, key.c_str(), v);
+        add_u64(d, prefix, table[i].name, v);
     }
 }
 
@@ -66,35 +79,35 @@ int tel_counters(const char *, const char *params, rte_tel_data *d) {
     const stack *st = acc->second;
     rte_tel_data_start_dict(d);
     const ethdev_counters &pc = st->port().counters();
-    rte_tel_data_add_dict_u64(d, "port.rx_pkts", pc.rx_pkts);
-    rte_tel_data_add_dict_u64(d, "port.rx_bytes", pc.rx_bytes);
-    rte_tel_data_add_dict_u64(d, "port.tx_pkts", pc.tx_pkts);
-    rte_tel_data_add_dict_u64(d, "port.tx_bytes", pc.tx_bytes);
-    rte_tel_data_add_dict_u64(d, "port.tx_full", pc.tx_full);
-    rte_tel_data_add_dict_u64(d, "port.tx_too_long", pc.tx_too_long);
+    add_u64(d, "port", "rx_pkts", pc.rx_pkts);
+    add_u64(d, "port", "rx_bytes", pc.rx_bytes);
+    add_u64(d, "port", "tx_pkts", pc.tx_pkts);
+    add_u64(d, "port", "tx_bytes", pc.tx_bytes);
+    add_u64(d, "port", "tx_full", pc.tx_full);
+    add_u64(d, "port", "tx_too_long", pc.tx_too_long);
     for (size_t c = 0; c < size_t(frame_class::count); c++) {
         uint64_t v = 0;
         for (unsigned s = 0; s < st->shard_count(); s++)
             v += st->eng(s).counters().rx_by_class[c];
-        std::string key = std::string("engine.rx_") + frame_class_name(frame_class(c));
-        rte_tel_data_add_dict_u64(d, key.c_str(), v);
+        std::string name = std::string("rx_") + frame_class_name(frame_class(c));
+        add_u64(d, "engine", name.c_str(), v);
     }
     add_counters(
-        d, "dev.", *st, [](const context *c) -> const dev_counters & { return c->counters(); },
+        d, "dev", *st, [](const context *c) -> const dev_counters & { return c->counters(); },
         dev_counter_table, std::size(dev_counter_table));
     add_counters(
-        d, "qp.", *st, [](const context *c) { return c->qp_totals(); }, qp_counter_table,
+        d, "qp", *st, [](const context *c) { return c->qp_totals(); }, qp_counter_table,
         std::size(qp_counter_table));
     /* Per shard: what its lcore did, and the fan-out between shards. */
     for (unsigned s = 0; st->fanout_counters(0) && s < st->shard_count(); s++) {
         const shard_counters &fc = *st->fanout_counters(s);
         const engine_counters &ec = st->eng(s).counters();
-        const std::string p = "shard" + std::to_string(s) + ".";
-        rte_tel_data_add_dict_u64(d, (p + "rx_frames").c_str(), ec.rx_frames);
-        rte_tel_data_add_dict_u64(d, (p + "tx_frames").c_str(), ec.tx_frames);
-        rte_tel_data_add_dict_u64(d, (p + "fanout_out").c_str(), fc.fanout_out);
-        rte_tel_data_add_dict_u64(d, (p + "fanout_in").c_str(), fc.fanout_in);
-        rte_tel_data_add_dict_u64(d, (p + "fanout_ring_full").c_str(), fc.fanout_ring_full);
+        const std::string p = "shard" + std::to_string(s);
+        add_u64(d, p.c_str(), "rx_frames", ec.rx_frames);
+        add_u64(d, p.c_str(), "tx_frames", ec.tx_frames);
+        add_u64(d, p.c_str(), "fanout_out", fc.fanout_out);
+        add_u64(d, p.c_str(), "fanout_in", fc.fanout_in);
+        add_u64(d, p.c_str(), "fanout_ring_full", fc.fanout_ring_full);
     }
     return 0;
 }

@@ -6,16 +6,26 @@
  *               memcpy bandwidth (4 KB blocks), ICRC (CRC-32) bandwidth;
  *   transport - 64 B RC SEND messages/s, and 4 KB / 64 KB RC RDMA WRITE in
  *               Gbit/s at MTU 4096,
+ *   channel   - 64 B RC SEND messages/s posted through a work_channel
+ *               (lib/engine/uroce_work_channel.h) instead of post_send:
+ *               from the same thread, and from an application thread on
+ *               CPU 1 while lcore 0 serves; each next to direct posting
+ *               measured just before it (ratio printed),
  * and prints each transport figure as a fraction of its ceiling. Both ends
  * run on this one core, so each side gets half of it.
  *
- *   bench_transport [--seconds S] [--only send|write4k|write64k|ceil] [--no-ceilings]
+ *   bench_transport [--seconds S] [--only send|write4k|write64k|channel|ceil] [--no-ceilings]
  */
+#include <pthread.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <chrono>
 #include <ctime>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <rte_cycles.h>
@@ -27,6 +37,7 @@
 #include "uroce_device.h"
 #include "uroce_memlink.h"
 #include "uroce_verbs.h"
+#include "uroce_work_channel.h"
 
 using namespace uroce;
 
@@ -163,13 +174,16 @@ struct pair_t {
         close_device(a.ctx);
         close_device(b.ctx);
     }
-    void pump() {
+    /* Returns the frames received plus sent (0: idle). */
+    unsigned pump() {
         rte_mbuf *pk[64];
+        unsigned moved = 0;
         for (side *s : {&b, &a}) {
             uint16_t n = s->port->rx_burst(pk, 64);
             if (n) s->ctx->rx_burst(pk, n);
-            s->ctx->poll();
+            moved += n + s->ctx->poll();
         }
+        return moved;
     }
 };
 
@@ -259,6 +273,152 @@ result run_stream(mtu m, wr_opcode op, uint32_t size) {
     return {msgs, msgs * size * 8 / 1e9, p.a.q->cnt.retransmits - rtx0, (t1 - t0) / (w1 - w0)};
 }
 
+/* 64 B inline RC SENDs, a's WRs posted three ways in the same harness:
+ *   direct      post_send / poll_cq on the lcore thread (the baseline);
+ *   same_thread through a work channel, the lcore thread posting and
+ *               serving: the channel's own cost (a copy in, a copy out);
+ *   app_thread  an application thread on CPU 1 posts and polls the channel
+ *               while this thread (lcore 0) serves it, pumps both stacks
+ *               and reposts b's receives: adds the cross-CPU cache traffic.
+ * Three rates for the lcore thread: per CPU-second (as run_stream), per
+ * busy second, and per wall second. Busy time sums the TSC time of loop
+ * iterations that moved something and took < 20 us: on this shared 2-CPU
+ * box either thread can be preempted for milliseconds, and then the other
+ * one spins with nothing to do (CPU time without work) or an iteration
+ * swallows the preemption; busy time drops both. */
+enum class post_mode { direct, same_thread, app_thread };
+
+struct channel_result {
+    double cpu_rate, busy_rate, wall_rate; /* messages/s */
+    double lcore_share, app_share;         /* CPU seconds / wall seconds */
+    uint64_t refused_full, qp_full_stalls, preempted;
+};
+
+channel_result run_channel(post_mode mode) {
+    pair_t p(mtu::mtu_4096);
+    const uint32_t size = 64, depth = 512, signal_every = 16;
+    std::vector<uint8_t> src(size * 4), dst(size * 64);
+    mr *ms = reg_mr(p.a.pd_, src.data(), src.size(), access_local_write);
+    mr *md = reg_mr(p.b.pd_, dst.data(), dst.size(), access_local_write | access_remote_write);
+    uint32_t r_slot = 0;
+    auto post_recvs = [&](int n) {
+        for (int i = 0; i < n; ++i) {
+            sge g{reinterpret_cast<uint64_t>(dst.data() + (r_slot++ % 64) * size), size,
+                  mr_lkey(md)};
+            recv_wr w;
+            w.sg_list = &g;
+            w.num_sge = 1;
+            recv_wr *bad;
+            post_recv(p.b.q, &w, &bad);
+        }
+    };
+    post_recvs(4000);
+    work_channel_config cc;
+    cc.dev = p.a.ctx;
+    cc.depth = 1024;
+    cc.comp_depth = 1024;
+    auto ch = work_channel::create(cc);
+    ch->add_cq(p.a.scq);
+    const bool direct = mode == post_mode::direct;
+
+    /* application side: posted/completed belong to whoever runs app_step */
+    uint64_t posted = 0, completed = 0;
+    std::atomic<uint64_t> completed_pub{0};
+    wc awcs[64];
+    auto app_step = [&] {
+        unsigned moved = 0;
+        for (uint32_t i = 0; i < 64 && posted - completed + 1 <= depth; ++i) {
+            sge g{reinterpret_cast<uint64_t>(src.data() + (posted % 4) * size), size, mr_lkey(ms)};
+            send_wr w;
+            w.wr_id = posted;
+            w.sg_list = &g;
+            w.num_sge = 1;
+            w.opcode = wr_opcode::send;
+            w.send_flags = send_inline;
+            if ((posted + 1) % signal_every == 0) w.send_flags |= send_signaled;
+            send_wr *bad;
+            verbs_error e = direct ? post_send(p.a.q, &w, &bad) : ch->post_send(p.a.q, &w, &bad);
+            if (e != verbs_error::ok) break;
+            ++posted;
+            ++moved;
+        }
+        int n = direct ? poll_cq(p.a.scq, 64, awcs) : ch->poll(64, awcs);
+        for (int i = 0; i < n; ++i) {
+            if (awcs[i].status != wc_status::success) {
+                std::fprintf(stderr, "completion error %s\n", wc_status_str(awcs[i].status));
+                std::exit(1);
+            }
+            completed = awcs[i].wr_id + 1;
+        }
+        completed_pub.store(completed, std::memory_order_relaxed);
+        return moved + unsigned(n);
+    };
+    wc bwcs[64];
+    auto lcore_step = [&] {
+        unsigned moved = direct ? 0 : ch->serve();
+        moved += p.pump();
+        int k = poll_cq(p.b.rcq, 64, bwcs);
+        if (k) post_recvs(k);
+        return moved + unsigned(k);
+    };
+
+    std::atomic<bool> stop{false}, measuring{false};
+    double app_cpu = 0, app_wall = 0;
+    std::thread app;
+    if (mode == post_mode::app_thread)
+        app = std::thread([&] {
+            cpu_set_t set;
+            CPU_ZERO(&set);
+            CPU_SET(sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 1 : 0, &set);
+            pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+            while (!measuring.load(std::memory_order_relaxed)) app_step();
+            double c0 = now_s(), w0 = wall_s();
+            while (!stop.load(std::memory_order_relaxed)) app_step();
+            app_cpu = now_s() - c0;
+            app_wall = wall_s() - w0;
+        });
+    auto step = [&] {
+        unsigned moved = mode == post_mode::app_thread ? 0 : app_step();
+        return moved + lcore_step();
+    };
+    double t0 = now_s();
+    while (now_s() - t0 < 0.2) step();
+    const uint64_t hz = rte_get_tsc_hz(), preempt_limit = hz / 50000; /* 20 us */
+    uint64_t busy = 0, preempted = 0;
+    uint64_t c0 = completed_pub.load(std::memory_order_relaxed);
+    measuring.store(true);
+    t0 = now_s();
+    double w0 = wall_s();
+    double t1 = t0;
+    uint64_t iters = 0;
+    do {
+        uint64_t s0 = rte_rdtsc();
+        unsigned moved = step();
+        uint64_t dt = rte_rdtsc() - s0;
+        if (dt >= preempt_limit)
+            ++preempted;
+        else if (moved)
+            busy += dt;
+        if ((++iters & 63) == 0) t1 = now_s();
+    } while (t1 - t0 < seconds);
+    t1 = now_s();
+    double w1 = wall_s();
+    uint64_t c1 = completed_pub.load(std::memory_order_relaxed);
+    stop.store(true);
+    if (app.joinable()) app.join();
+    channel_result r;
+    const double msgs = double(c1 - c0);
+    r.cpu_rate = msgs / (t1 - t0);
+    r.busy_rate = busy ? msgs / (double(busy) / double(hz)) : 0;
+    r.wall_rate = msgs / (w1 - w0);
+    r.lcore_share = (t1 - t0) / (w1 - w0);
+    r.app_share = app_wall > 0 ? app_cpu / app_wall : 0;
+    r.refused_full = ch->app_counters().refused_full.load();
+    r.qp_full_stalls = ch->serve_counters().qp_full_stalls.load();
+    r.preempted = preempted;
+    return r;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -269,7 +429,9 @@ int main(int argc, char **argv) {
         else if (!std::strcmp(argv[i], "--no-ceilings")) skip_ceil = true;
         else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
         else {
-            std::printf("usage: %s [--seconds S] [--only send|write4k|write64k|ceil] [--no-ceilings]\n", argv[0]);
+            std::printf("usage: %s [--seconds S] [--only send|write4k|write64k|channel|ceil] "
+                        "[--no-ceilings]\n",
+                        argv[0]);
             return 2;
         }
     }
@@ -331,6 +493,27 @@ int main(int argc, char **argv) {
                     "ceiling; target 40 Gbit/s; %llu retransmits; cpu %.0f%%)\n",
                     r.gbit_per_s, r.msgs_per_s / 1e6, pct(r.gbit_per_s, write_ceiling_gbit),
                     (unsigned long long)r.retransmits, 100 * r.cpu_share);
+    }
+    if (want("channel")) {
+        channel_result d = run_channel(post_mode::direct);
+        channel_result st = run_channel(post_mode::same_thread);
+        channel_result at = run_channel(post_mode::app_thread);
+        std::printf("\nRC SEND 64 B inline, a's WRs posted three ways (M msgs/s; lcore rates "
+                    "per CPU-second | per busy second | per wall second; x = vs direct):\n");
+        auto line = [&](const char *what, const channel_result &r) {
+            std::printf("  %-28s: %6.2f | %6.2f | %6.2f  (%.2fx | %.2fx | %.2fx)  cpu lcore "
+                        "%.0f%%",
+                        what, r.cpu_rate / 1e6, r.busy_rate / 1e6, r.wall_rate / 1e6,
+                        r.cpu_rate / d.cpu_rate, r.busy_rate / d.busy_rate,
+                        r.wall_rate / d.wall_rate, 100 * r.lcore_share);
+            if (r.app_share > 0) std::printf(", app thread %.0f%%", 100 * r.app_share);
+            std::printf("; %llu preempted iterations, ring full %llu, SQ-full stalls %llu\n",
+                        (unsigned long long)r.preempted, (unsigned long long)r.refused_full,
+                        (unsigned long long)r.qp_full_stalls);
+        };
+        line("direct post_send", d);
+        line("channel, same thread", st);
+        line("channel, app thread on cpu 1", at);
     }
     rte_eal_cleanup();
     return 0;
