@@ -256,7 +256,7 @@ std::string endpoint::run_bw(uint64_t size, bw_result &out,
         if (n > 0 && now - window_t0 > std::chrono::milliseconds(5)) {
             double secs = std::chrono::duration<double>(now - window_t0).count();
             peak =
-                std::max(peak, double(total_done - window_start_done) * double(size) / secs / 1e6);
+                std::max(peak, double(total_done - window_start_done) * double(size) / secs);
             window_t0 = now;
             window_start_done = total_done;
         }
@@ -293,28 +293,43 @@ std::string endpoint::run_bw(uint64_t size, bw_result &out,
     out.size = size;
     out.iters = total_done;
     out.seconds = seconds_since(t0);
-    out.bw_avg_mbs = double(total_done) * double(size) / out.seconds / 1e6;
-    out.bw_peak_mbs = std::max(peak, out.bw_avg_mbs);
+    out.bw_avg_bytes_s = double(total_done) * double(size) / out.seconds;
+    out.bw_peak_bytes_s = std::max(peak, out.bw_avg_bytes_s);
     out.msg_rate_mpps = double(total_done) / out.seconds / 1e6;
     return {};
 }
 
-std::string endpoint::serve_send_bw(uint64_t /*size*/, uint64_t iters) {
+std::string endpoint::serve_send_bw(uint64_t size, uint64_t iters, bw_result &out) {
+    /* perftest's receiver (run_iter_bw_server) times its own receive
+     * completions, from the first to the last, and prints that report; the
+     * peak is the best 5 ms window, as in run_bw. */
     const uint64_t want = iters * qps_.size();
     uint64_t got = 0;
     wc wcs[32];
     auto last = clock::now();
+    clock::time_point first{}, window_t0{};
+    uint64_t window_start_got = 0;
+    double peak = 0;
     while (got < want) {
         progress_();
         int n = poll_cq(cq_, 32, wcs);
         if (std::string e = poll_errors(wcs, n); !e.empty()) return e;
+        uint64_t received = 0;
         for (int i = 0; i < n; i++) {
             if (!(wcs[i].wr_id & recv_tag)) continue;
-            got++;
+            received++;
             recv_posted_[wcs[i].wr_id & ~recv_tag]--;
         }
         if (n) {
             last = clock::now();
+            if (received && got == 0) first = window_t0 = last;
+            got += received;
+            if (last - window_t0 > std::chrono::milliseconds(5)) {
+                double secs = std::chrono::duration<double>(last - window_t0).count();
+                peak = std::max(peak, double(got - window_start_got) * double(size) / secs);
+                window_t0 = last;
+                window_start_got = got;
+            }
             if (std::string e = post_receives(); !e.empty()) return e;
         } else if (clock::now() - last > std::chrono::seconds(10)) {
             return "no message for 10 s (" + std::to_string(got) + " of " + std::to_string(want) +
@@ -322,6 +337,16 @@ std::string endpoint::serve_send_bw(uint64_t /*size*/, uint64_t iters) {
         }
         if (app::stop_requested.load()) return "interrupted";
     }
+    out.size = size;
+    out.iters = got;
+    /* The first completion starts the clock, so it is not counted in the rate. */
+    out.seconds = std::chrono::duration<double>(last - first).count();
+    const double timed = double(got > 1 ? got - 1 : got);
+    if (out.seconds > 0) {
+        out.bw_avg_bytes_s = timed * double(size) / out.seconds;
+        out.msg_rate_mpps = timed / out.seconds / 1e6;
+    }
+    out.bw_peak_bytes_s = std::max(peak, out.bw_avg_bytes_s);
     return {};
 }
 
@@ -338,10 +363,17 @@ std::string endpoint::service() {
     return reposts ? post_receives() : std::string();
 }
 
-std::string endpoint::run_lat(uint64_t size, bool initiator, lat_result &out) {
+std::string endpoint::run_lat(uint64_t size, bool client, lat_result &out) {
     /* send_lat and write_lat ping-pong and report half the round trip;
      * read_lat and atomic_lat time each request to its completion
-     * (perftest's run_iter_lat_send / _lat_write / run_iter_lat). */
+     * (perftest's run_iter_lat_send / _lat_write / run_iter_lat).
+     * Who moves first is the stock tools' convention, and it must match:
+     * run_iter_lat_send skips the client's first receive wait (the client
+     * sends first), run_iter_lat_write skips the server's first poll (the
+     * server writes first). With the write roles swapped both sides would
+     * write at once and each compares the polled byte for equality with its
+     * own count, so the slower side can miss a value and wait forever. */
+    const bool initiator = p_.op == verb::write ? !client : client;
     std::vector<double> samples;
     samples.reserve(p_.iters);
     wc w[8];
@@ -464,11 +496,21 @@ void print_bw_header(FILE *f, verb op, const perf_params &p, const std::string &
                  report_gbits ? "Gb/sec" : "MB/sec", report_gbits ? "Gb/sec" : "MB/sec");
 }
 
+double bw_in_report_units(double bytes_per_s, bool report_gbits) {
+    /* perftest_resources.c print_report_bw: format_factor is 0x100000 for
+     * "MB/sec" (so MiB/s) and 125000000 for "Gb/sec" (1e9 bit/s). */
+    return bytes_per_s / (report_gbits ? 125e6 : double(1u << 20));
+}
+
 void print_bw_line(FILE *f, const bw_result &r, bool report_gbits) {
-    const double scale = report_gbits ? 8.0 / 1000.0 : 1.0; /* MB/s -> Gb/s */
+    print_bw_line(f, r.size, r.iters, bw_in_report_units(r.bw_peak_bytes_s, report_gbits),
+                  bw_in_report_units(r.bw_avg_bytes_s, report_gbits), r.msg_rate_mpps);
+}
+
+void print_bw_line(FILE *f, uint64_t size, uint64_t iters, double peak, double avg,
+                   double msg_rate_mpps) {
     std::fprintf(f, " %-10lu %-10lu       %-7.2f            %-7.2f\t\t   %-7.6f\n",
-                 (unsigned long)r.size, (unsigned long)r.iters, r.bw_peak_mbs * scale,
-                 r.bw_avg_mbs * scale, r.msg_rate_mpps);
+                 (unsigned long)size, (unsigned long)iters, peak, avg, msg_rate_mpps);
 }
 
 void print_lat_header(FILE *f, verb op, const perf_params &p, const std::string &device) {

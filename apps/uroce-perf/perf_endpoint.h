@@ -36,16 +36,18 @@ struct perf_params {
     uint32_t rx_depth = 512;   /* perftest's default -r */
     uint32_t cq_mod = 100;     /* perftest's default --cq-mod: one signaled WR per this many */
     uint8_t out_reads = 16;    /* max_rd_atomic for READ/atomic */
-    uint64_t max_size = 65536; /* buffer per QP, the largest message of the run */
+    /* bytes of each half of a QP's buffer (target, source): the largest
+     * message of the run, and against perftest at least its cycle_buffer */
+    uint64_t max_size = 65536;
 };
 
 struct bw_result {
     uint64_t size = 0;
     uint64_t iters = 0;
     double seconds = 0;
-    double bw_peak_mbs = 0; /* MB/s = 1e6 bytes/s, as perftest prints */
-    double bw_avg_mbs = 0;
-    double msg_rate_mpps = 0;
+    double bw_peak_bytes_s = 0; /* bytes per second; printed in perftest's units */
+    double bw_avg_bytes_s = 0;
+    double msg_rate_mpps = 0;   /* 1e6 messages per second */
 };
 
 struct lat_result {
@@ -82,13 +84,15 @@ class endpoint {
     /* The measurements. Requester side of bw (the client, as in perftest). */
     std::string run_bw(uint64_t size, bw_result &out,
                        const std::function<void(double)> &on_progress);
-    /* The responder of a SEND bw test counts receives until `iters` arrived (or stop). */
-    std::string serve_send_bw(uint64_t size, uint64_t iters);
+    /* The responder of a SEND bw test counts receives until `iters` per QP
+     * arrived (or stop) and measures them as perftest's receiver does. */
+    std::string serve_send_bw(uint64_t size, uint64_t iters, bw_result &out);
     /* Non-blocking service of the passive side of a run on the same thread
      * (the loopback run): repost receives as SEND messages consume them. */
     std::string service();
-    /* Latency: client (initiator) and server roles as perftest does them. */
-    std::string run_lat(uint64_t size, bool initiator, lat_result &out);
+    /* Latency as perftest's client (client = true) or server; which side
+     * moves first depends on the test, as in perftest (see the .cpp). */
+    std::string run_lat(uint64_t size, bool client, lat_result &out);
 
     app::stack &stack() const { return st_; }
 
@@ -128,6 +132,11 @@ class endpoint {
 void print_bw_header(FILE *f, verb op, const perf_params &p, const std::string &device,
                      bool report_gbits);
 void print_bw_line(FILE *f, const bw_result &r, bool report_gbits);
+/* A result line from figures already in report units (a peer's xchg_bw_reports). */
+void print_bw_line(FILE *f, uint64_t size, uint64_t iters, double peak, double avg,
+                   double msg_rate_mpps);
+/* Bytes per second in the unit perftest prints: MB/sec (2^20 B/s) or Gb/sec. */
+double bw_in_report_units(double bytes_per_s, bool report_gbits);
 void print_lat_header(FILE *f, verb op, const perf_params &p, const std::string &device);
 void print_lat_line(FILE *f, const lat_result &r);
 const char *verb_title(verb op, test_kind k); /* "RDMA_Write BW Test" */

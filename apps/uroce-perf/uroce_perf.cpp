@@ -337,8 +337,8 @@ void add_result(bw_result &sum, const bw_result &r) {
     sum.size = r.size;
     sum.iters += r.iters;
     sum.seconds = std::max(sum.seconds, r.seconds);
-    sum.bw_peak_mbs += r.bw_peak_mbs;
-    sum.bw_avg_mbs += r.bw_avg_mbs;
+    sum.bw_peak_bytes_s += r.bw_peak_bytes_s;
+    sum.bw_avg_bytes_s += r.bw_avg_bytes_s;
     sum.msg_rate_mpps += r.msg_rate_mpps;
 }
 
@@ -609,6 +609,11 @@ int run_remote(options &o) {
         [&](const oob::perftest::negotiated &n) -> oob::result<std::vector<oob::perftest::key>> {
         std::string e = ctl.call_on_stack<std::string>([&] {
             p.path_mtu = mtu(n.mtu);
+            /* The stock bw client walks the remote address through a
+             * cycle_buffer-sized window for messages up to cycle_buffer / 2
+             * (perftest_resources.h, increase_rem_addr), so each QP's region
+             * must span the negotiated cycle_buffer, not just one message. */
+            p.max_size = std::max<uint64_t>(p.max_size, n.cycle_buffer);
             ep = std::make_unique<endpoint>(*st, p, [&] { st->poll(); });
             return ep->create();
         });
@@ -633,28 +638,30 @@ int run_remote(options &o) {
         if (!e.empty()) return oob::make_error(oob::errc::callback, e);
         return {};
     };
+    auto print_header = [&] {
+        if (header_done) return;
+        if (kind == test_kind::bw)
+            print_bw_header(stdout, op, p, "uroce " + st->port().driver_name(), o.report_gbits);
+        else
+            print_lat_header(stdout, op, p, "uroce " + st->port().driver_name());
+        header_done = true;
+    };
     h.run = [&](uint64_t size) -> oob::result<oob::perftest::bw_report> {
         oob::perftest::bw_report rep;
         std::string e = ctl.call_on_stack<std::string>([&]() -> std::string {
-            if (!header_done) {
-                if (kind == test_kind::bw)
-                    print_bw_header(stdout, op, p, "uroce " + st->port().driver_name(),
-                                    o.report_gbits);
-                else
-                    print_lat_header(stdout, op, p, "uroce " + st->port().driver_name());
-                header_done = true;
-            }
+            print_header();
             const uint64_t sz = op == verb::atomic ? 8 : size;
             if (kind == test_kind::bw) {
-                if (cfg.side == oob::perftest::role::server) return ep->serve_send_bw(sz, p.iters);
                 bw_result r;
-                std::string e2 = ep->run_bw(sz, r, [](double) {});
+                std::string e2 = cfg.side == oob::perftest::role::server
+                                     ? ep->serve_send_bw(sz, p.iters, r)
+                                     : ep->run_bw(sz, r, [](double) {});
                 if (!e2.empty()) return e2;
                 print_bw_line(stdout, r, o.report_gbits);
                 rep.size = r.size;
                 rep.iters = r.iters;
-                rep.bw_peak = r.bw_peak_mbs;
-                rep.bw_avg = r.bw_avg_mbs;
+                rep.bw_peak = bw_in_report_units(r.bw_peak_bytes_s, o.report_gbits);
+                rep.bw_avg = bw_in_report_units(r.bw_avg_bytes_s, o.report_gbits);
                 rep.msg_rate_avg = r.msg_rate_mpps;
                 return {};
             }
@@ -669,6 +676,15 @@ int run_remote(options &o) {
         return rep;
     };
 
+    /* The stock write/read/atomic bw server does not measure: it prints the
+     * client's figures from xchg_bw_reports, and so does ours. */
+    auto print_peer_reports = [&](const oob::perftest::outcome &out) {
+        if (kind != test_kind::bw || op == verb::send || cfg.side != oob::perftest::role::server)
+            return;
+        print_header();
+        for (const auto &r : out.remote_reports)
+            print_bw_line(stdout, r.size, r.iters, r.bw_peak, r.bw_avg, r.msg_rate_avg);
+    };
     std::string oob_err = ctl.run<std::string>([&]() -> std::string {
         if (cfg.side == oob::perftest::role::client) {
             auto r = oob::perftest::run_client(o.server, o.tcp_port, cfg, h);
@@ -678,7 +694,10 @@ int run_remote(options &o) {
         if (!listener) return listener.message();
         for (;;) {
             auto r = oob::perftest::run_server(*listener, cfg, h, std::chrono::milliseconds(200));
-            if (r) return {};
+            if (r) {
+                print_peer_reports(*r);
+                return {};
+            }
             if (r.code() != oob::errc::timeout ||
                 r.message().find("client to connect") == std::string::npos)
                 return r.message();

@@ -2,8 +2,11 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # uroce-perf end to end between two processes over net_memif: every test
 # (bw and lat, send/write/read/atomic), client and server each on its own
-# core, through perftest's TCP exchange. Checks both exit codes and that
-# the client printed a result line with a non-zero iteration count.
+# core, through perftest's TCP exchange. Checks both exit codes, that the
+# client printed a result line with a non-zero iteration count, and that the
+# server prints what perftest's server prints: its own receive measurement
+# for send_bw, the client's report (the same line) for write/read/atomic bw,
+# its own figures for send_lat and write_lat, nothing for read/atomic_lat.
 # Usage: perf_e2e_test.sh UROCE_PERF
 set -u
 bin=${1:?usage: $0 UROCE_PERF}
@@ -27,6 +30,19 @@ for t in send_bw write_bw read_bw atomic_bw send_lat write_lat read_lat atomic_l
   src=$?
   line=$(grep -A1 '#bytes' "$tmp/$t.cli" | tail -1)
   iters=$(echo "$line" | awk '{print $2}')
+  sline=$(grep -A1 '#bytes' "$tmp/$t.srv" | tail -1 | grep -v '^---')
+  server_ok=1
+  case $t in
+    send_bw) [ "$(echo "$sline" | awk '{print $2}')" = 500 ] || server_ok=0 ;;
+    write_bw | read_bw | atomic_bw) [ -n "$sline" ] && [ "$sline" = "$line" ] || server_ok=0 ;;
+    send_lat | write_lat) [ "$(echo "$sline" | awk '{print $2}')" -gt 0 ] 2>/dev/null || server_ok=0 ;;
+    *) [ -z "$sline" ] || server_ok=0 ;;
+  esac
+  if [ $server_ok -eq 0 ]; then
+    echo "FAIL $t: the server's result line is not perftest's: '$sline' (client: '$line')"
+    fail=$((fail + 1))
+    continue
+  fi
   if [ $crc -eq 0 ] && [ $src -eq 0 ] && [ -n "$iters" ] && [ "$iters" -gt 0 ] 2>/dev/null; then
     echo "PASS $t:$line"
     pass=$((pass + 1))
