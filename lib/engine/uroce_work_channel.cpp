@@ -85,7 +85,13 @@ bool work_channel::req_room(uint32_t head) {
     return head - req_tail_seen_ <= req_mask_;
 }
 
-verbs_error work_channel::post_send(qp *q, send_wr *wr, send_wr **bad_wr) {
+/* The part both post calls share: argument and SGE-count checks, ring
+ * space, publication (every 32 WRs, so the lcore can start on a long chain
+ * before it is all queued) and the counters. fill(slot, wr) copies one WR
+ * into its slot, or refuses it (inval) before anything is published. */
+template <class Wr, class Fill>
+verbs_error work_channel::post_chain(qp *q, Wr *wr, Wr **bad_wr,
+                                     std::atomic<uint64_t> &posted_counter, Fill &&fill) {
     /* q->dev is set at creation and never changes: safe to read here. */
     if (!q || q->dev != cfg_.dev || !wr) {
         if (bad_wr) *bad_wr = wr;
@@ -101,49 +107,20 @@ verbs_error work_channel::post_send(qp *q, send_wr *wr, send_wr **bad_wr) {
             e = verbs_error::inval;
             break;
         }
-        const bool inl = (wr->send_flags & send_inline) != 0;
-        uint64_t len = 0;
-        if (inl) {
-            for (int i = 0; i < wr->num_sge; i++)
-                len += wr->sg_list[i].length;
-            if (len > cfg_.max_inline) {
-                e = verbs_error::inval;
-                break;
-            }
-        }
         if (!req_room(head)) {
             e = verbs_error::nomem;
             break;
         }
         slot *s = slot_at(head);
+        if ((e = fill(*s, *wr)) != verbs_error::ok) break;
         s->q = q;
         s->qpn = q->qpn;
-        s->is_send = true;
-        s->wr = *wr;
-        s->wr.next = nullptr;
-        s->wr.sg_list = nullptr;
-        s->has_inline = inl && len > 0;
-        if (s->has_inline) {
-            /* ibv lets the caller reuse an inline buffer on return: copy now. */
-            uint8_t *p = s->inline_data();
-            for (int i = 0; i < wr->num_sge; i++) {
-                std::memcpy(p, reinterpret_cast<const void *>(wr->sg_list[i].addr),
-                            wr->sg_list[i].length);
-                p += wr->sg_list[i].length;
-            }
-            s->sges()[0] = sge{0, uint32_t(len), 0};
-            s->wr.num_sge = 1;
-        } else {
-            std::memcpy(s->sges(), wr->sg_list, size_t(wr->num_sge) * sizeof(sge));
-        }
         ++head;
         ++n;
-        /* Publish the first WRs of a long chain before the ring fills, so
-         * the lcore can start on them. */
         if ((n & 31) == 0) req_head_.store(head, std::memory_order_release);
     }
     req_head_.store(head, std::memory_order_release);
-    counter_add(app_cnt_.posted_send, n);
+    counter_add(posted_counter, n);
     if (e != verbs_error::ok) {
         if (bad_wr) *bad_wr = wr;
         counter_add(e == verbs_error::nomem ? app_cnt_.refused_full : app_cnt_.refused_inval);
@@ -151,44 +128,46 @@ verbs_error work_channel::post_send(qp *q, send_wr *wr, send_wr **bad_wr) {
     return e;
 }
 
+verbs_error work_channel::post_send(qp *q, send_wr *wr, send_wr **bad_wr) {
+    return post_chain(q, wr, bad_wr, app_cnt_.posted_send, [&](slot &s, const send_wr &w) {
+        const bool inl = (w.send_flags & send_inline) != 0;
+        uint64_t len = 0;
+        if (inl) {
+            for (int i = 0; i < w.num_sge; i++)
+                len += w.sg_list[i].length;
+            if (len > cfg_.max_inline) return verbs_error::inval;
+        }
+        s.is_send = true;
+        s.wr = w;
+        s.wr.next = nullptr;
+        s.wr.sg_list = nullptr;
+        s.has_inline = inl && len > 0;
+        if (s.has_inline) {
+            /* ibv lets the caller reuse an inline buffer on return: copy now. */
+            uint8_t *p = s.inline_data();
+            for (int i = 0; i < w.num_sge; i++) {
+                std::memcpy(p, reinterpret_cast<const void *>(w.sg_list[i].addr),
+                            w.sg_list[i].length);
+                p += w.sg_list[i].length;
+            }
+            s.sges()[0] = sge{0, uint32_t(len), 0};
+            s.wr.num_sge = 1;
+        } else {
+            std::memcpy(s.sges(), w.sg_list, size_t(w.num_sge) * sizeof(sge));
+        }
+        return verbs_error::ok;
+    });
+}
+
 verbs_error work_channel::post_recv(qp *q, recv_wr *wr, recv_wr **bad_wr) {
-    if (!q || q->dev != cfg_.dev || !wr) {
-        if (bad_wr) *bad_wr = wr;
-        counter_add(app_cnt_.refused_inval);
-        return verbs_error::inval;
-    }
-    uint32_t head = req_head_.load(std::memory_order_relaxed);
-    verbs_error e = verbs_error::ok;
-    uint64_t n = 0;
-    for (; wr; wr = wr->next) {
-        if (wr->num_sge < 0 || uint32_t(wr->num_sge) > cfg_.max_sge ||
-            (wr->num_sge > 0 && !wr->sg_list)) {
-            e = verbs_error::inval;
-            break;
-        }
-        if (!req_room(head)) {
-            e = verbs_error::nomem;
-            break;
-        }
-        slot *s = slot_at(head);
-        s->q = q;
-        s->qpn = q->qpn;
-        s->is_send = false;
-        s->has_inline = false;
-        s->wr.wr_id = wr->wr_id;
-        s->wr.num_sge = wr->num_sge;
-        std::memcpy(s->sges(), wr->sg_list, size_t(wr->num_sge) * sizeof(sge));
-        ++head;
-        ++n;
-        if ((n & 31) == 0) req_head_.store(head, std::memory_order_release);
-    }
-    req_head_.store(head, std::memory_order_release);
-    counter_add(app_cnt_.posted_recv, n);
-    if (e != verbs_error::ok) {
-        if (bad_wr) *bad_wr = wr;
-        counter_add(e == verbs_error::nomem ? app_cnt_.refused_full : app_cnt_.refused_inval);
-    }
-    return e;
+    return post_chain(q, wr, bad_wr, app_cnt_.posted_recv, [](slot &s, const recv_wr &w) {
+        s.is_send = false;
+        s.has_inline = false;
+        s.wr.wr_id = w.wr_id;
+        s.wr.num_sge = w.num_sge;
+        std::memcpy(s.sges(), w.sg_list, size_t(w.num_sge) * sizeof(sge));
+        return verbs_error::ok;
+    });
 }
 
 int work_channel::poll(int num, wc *out) {

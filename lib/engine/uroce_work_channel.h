@@ -144,6 +144,9 @@ class work_channel {
     /* Space for a request at head (the producer's unpublished head),
      * refreshing the consumer's index only when the ring looks full. */
     bool req_room(uint32_t head);
+    template <class Wr, class Fill>
+    verbs_error post_chain(qp *q, Wr *wr, Wr **bad_wr, std::atomic<uint64_t> &posted_counter,
+                           Fill &&fill);
     bool comp_room(uint32_t n);
     void push_error(const slot &s, verbs_error e);
     unsigned serve_requests();
