@@ -255,8 +255,7 @@ std::string endpoint::run_bw(uint64_t size, bw_result &out,
         const auto now = clock::now();
         if (n > 0 && now - window_t0 > std::chrono::milliseconds(5)) {
             double secs = std::chrono::duration<double>(now - window_t0).count();
-            peak =
-                std::max(peak, double(total_done - window_start_done) * double(size) / secs);
+            peak = std::max(peak, double(total_done - window_start_done) * double(size) / secs);
             window_t0 = now;
             window_start_done = total_done;
         }

@@ -32,10 +32,10 @@ struct perf_params {
     uint64_t iters = 5000; /* -n */
     double duration_s = 0; /* -D: run this long instead of -n iterations */
     mtu path_mtu = mtu::mtu_4096;
-    uint32_t tx_depth = 128;   /* perftest's default -t */
-    uint32_t rx_depth = 512;   /* perftest's default -r */
-    uint32_t cq_mod = 100;     /* perftest's default --cq-mod: one signaled WR per this many */
-    uint8_t out_reads = 16;    /* max_rd_atomic for READ/atomic */
+    uint32_t tx_depth = 128; /* perftest's default -t */
+    uint32_t rx_depth = 512; /* perftest's default -r */
+    uint32_t cq_mod = 100;   /* perftest's default --cq-mod: one signaled WR per this many */
+    uint8_t out_reads = 16;  /* max_rd_atomic for READ/atomic */
     /* bytes of each half of a QP's buffer (target, source): the largest
      * message of the run, and against perftest at least its cycle_buffer */
     uint64_t max_size = 65536;
@@ -47,7 +47,7 @@ struct bw_result {
     double seconds = 0;
     double bw_peak_bytes_s = 0; /* bytes per second; printed in perftest's units */
     double bw_avg_bytes_s = 0;
-    double msg_rate_mpps = 0;   /* 1e6 messages per second */
+    double msg_rate_mpps = 0; /* 1e6 messages per second */
 };
 
 struct lat_result {
