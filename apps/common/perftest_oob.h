@@ -37,14 +37,14 @@
 
 namespace uroce::oob::perftest {
 
-inline constexpr size_t version_size = 16;             /* MAX_VERSION, perftest_parameters.h */
+inline constexpr size_t version_size = 16;                  /* MAX_VERSION, perftest_parameters.h */
 inline constexpr std::string_view default_version = "6.06"; /* Debian 12 perftest 4.5-0.17 */
-inline constexpr double min_peer_version = 5.70;       /* check_version_compatibility */
-inline constexpr double negotiate_version = 6.28;      /* negotiate_params threshold */
-inline constexpr size_t key_size_no_gid = 59;          /* KEY_MSG_SIZE */
-inline constexpr size_t key_size_gid = 108;            /* KEY_MSG_SIZE_GID */
-inline constexpr size_t mtu_msg_size = 2;              /* check_mtu, peer >= 5.31 */
-inline constexpr size_t done_size = 5;                 /* sizeof "done" */
+inline constexpr double min_peer_version = 5.70;            /* check_version_compatibility */
+inline constexpr double negotiate_version = 6.28;           /* negotiate_params threshold */
+inline constexpr size_t key_size_no_gid = 59;               /* KEY_MSG_SIZE */
+inline constexpr size_t key_size_gid = 108;                 /* KEY_MSG_SIZE_GID */
+inline constexpr size_t mtu_msg_size = 2;                   /* check_mtu, peer >= 5.31 */
+inline constexpr size_t done_size = 5;                      /* sizeof "done" */
 
 enum class verb { send, write, read, atomic };
 enum class test_kind { bw, lat };
@@ -99,7 +99,9 @@ std::array<uint8_t, mtu_msg_size> format_mtu(int mtu_enum);
 result<int> parse_mtu(std::span<const uint8_t> msg);
 /* check_mtu: the peer's MTU when it is valid (IBV_MTU_256..4096) and smaller. */
 int negotiate_mtu(int local, int remote);
-inline int mtu_bytes(int mtu_enum) { return mtu_enum >= 1 && mtu_enum <= 5 ? 128 << mtu_enum : 0; }
+inline int mtu_bytes(int mtu_enum) {
+    return mtu_enum >= 1 && mtu_enum <= 5 ? 128 << mtu_enum : 0;
+}
 
 /* struct bw_report_data: the part xchg_bw_reports sends. */
 struct bw_report {
@@ -118,21 +120,21 @@ struct config {
     role side = role::client;
     verb test_verb = verb::write;
     test_kind kind = test_kind::bw;
-    int num_qps = 1;                 /* -q */
-    bool duplex = false;             /* -b, bw tests only */
-    bool run_all = false;            /* -a */
-    uint64_t size = 65536;           /* -s; handed to the hooks when not run_all */
-    bool ud = false;                 /* -c UD: run_all sizes of send tests stop at the MTU */
-    bool duration = false;           /* -D: send_bw duplex skips the reports */
-    bool report_per_port = false;    /* --report-per-port */
+    int num_qps = 1;              /* -q */
+    bool duplex = false;          /* -b, bw tests only */
+    bool run_all = false;         /* -a */
+    uint64_t size = 65536;        /* -s; handed to the hooks when not run_all */
+    bool ud = false;              /* -c UD: run_all sizes of send tests stop at the MTU */
+    bool duration = false;        /* -D: send_bw duplex skips the reports */
+    bool report_per_port = false; /* --report-per-port */
     key_format keys = key_format::gid;
     std::string version = std::string(default_version); /* advertised; must be in [5.70, 6.28) */
-    int32_t cycle_buffer = 4096;     /* sysconf(_SC_PAGESIZE) */
+    int32_t cycle_buffer = 4096;                        /* sysconf(_SC_PAGESIZE) */
     int32_t cache_line_size = 64;
-    int mtu = 5;                     /* the local port's active MTU as an ibv_mtu enum (1..5) */
-    milliseconds timeout{10000};     /* each wait during setup */
+    int mtu = 5;                       /* the local port's active MTU as an ibv_mtu enum (1..5) */
+    milliseconds timeout{10000};       /* each wait during setup */
     milliseconds test_timeout{600000}; /* each wait while the peer runs its measurement */
-    bool send_done = true;           /* write "done\0" after the final handshake (perftest 4.5) */
+    bool send_done = true;             /* write "done\0" after the final handshake (perftest 4.5) */
 };
 
 /* Checks the config (version range, num_qps, mtu). */
@@ -144,7 +146,7 @@ struct negotiated {
     int32_t cycle_buffer = 0;    /* max of both */
     int32_t cache_line_size = 0; /* max of both */
     int local_mtu = 0, remote_mtu = 0;
-    int mtu = 0;                 /* what both sides use */
+    int mtu = 0; /* what both sides use */
 };
 
 /* One perftest control connection. Each step is one call; run() strings them
@@ -164,7 +166,8 @@ class session {
     /* exchange_versions + check_version_compatibility + check_sys_data + check_mtu. */
     result<negotiated> preamble();
     /* ctx_hand_shake for one QP: returns the peer's key. */
-    result<key> hand_shake(const key &mine, milliseconds t, std::string_view what = "the key exchange");
+    result<key> hand_shake(const key &mine, milliseconds t,
+                           std::string_view what = "the key exchange");
     /* One hand shake per QP. */
     result<std::vector<key>> hand_shake_all(std::span<const key> mine, milliseconds t);
     /* xchg_bw_reports (peer >= 5.33: iters is 8 bytes). */
@@ -200,9 +203,9 @@ struct hooks {
 
 struct outcome {
     negotiated params;
-    std::vector<key> remote_keys;        /* from the first per-QP exchange */
+    std::vector<key> remote_keys;          /* from the first per-QP exchange */
     std::vector<bw_report> remote_reports; /* every xchg_bw_reports, in order */
-    int hand_shakes = 0;                 /* KEY exchanges done, for tests and logs */
+    int hand_shakes = 0;                   /* KEY exchanges done, for tests and logs */
 };
 
 /* The whole exchange of the configured test on a connected session. On
@@ -213,7 +216,8 @@ result<outcome> run(session &s, const hooks &h);
  * (`c.side` is ignored); accept one client (waiting up to accept_timeout)
  * and run as the server. */
 result<outcome> run_client(std::string_view host, uint16_t port, const config &c, const hooks &h);
-result<outcome> run_server(tcp_listener &l, const config &c, const hooks &h, milliseconds accept_timeout);
+result<outcome> run_server(tcp_listener &l, const config &c, const hooks &h,
+                           milliseconds accept_timeout);
 
 } // namespace uroce::oob::perftest
 

@@ -41,8 +41,8 @@ struct dest {
     friend bool operator==(const dest &, const dest &) = default;
 };
 
-inline constexpr size_t msg_size = 52;  /* sizeof "0000:000000:000000:" + 32 */
-inline constexpr size_t done_size = 5;  /* sizeof "done" */
+inline constexpr size_t msg_size = 52; /* sizeof "0000:000000:000000:" + 32 */
+inline constexpr size_t done_size = 5; /* sizeof "done" */
 using message = std::array<uint8_t, msg_size>;
 
 /* gid_to_wire_gid (pingpong.c): 32 lowercase hex digits, raw bytes in order. */
@@ -65,13 +65,15 @@ using connect_hook = std::function<result<void>(const dest &remote)>;
 /* ---- on an already connected socket --------------------------------------
  * `timeout` bounds each wait (each read/write). */
 result<dest> client_exchange(tcp_socket &sock, const dest &local, milliseconds timeout);
-result<dest> server_exchange(tcp_socket &sock, const dest &local, const connect_hook &hook, milliseconds timeout);
+result<dest> server_exchange(tcp_socket &sock, const dest &local, const connect_hook &hook,
+                             milliseconds timeout);
 
 /* ---- complete client / server -------------------------------------------
  * client: connect (retrying until `timeout`), exchange, close.
  * server: accept one client on `listener` (waiting up to accept_timeout),
  *         exchange, close. */
-result<dest> client_exchange(std::string_view host, uint16_t port, const dest &local, milliseconds timeout);
+result<dest> client_exchange(std::string_view host, uint16_t port, const dest &local,
+                             milliseconds timeout);
 result<dest> server_exchange(tcp_listener &listener, const dest &local, const connect_hook &hook,
                              milliseconds accept_timeout, milliseconds timeout);
 /* Listens on `port` (any address, SO_REUSEADDR) for one client, then as above. */

@@ -46,7 +46,9 @@ namespace {
 class my_port_tx final : public netdev {
   public:
     my_port_tx(uint16_t port, const rte_ether_addr &mac) : port_(port), mac_(mac) {}
-    uint16_t tx_burst(rte_mbuf **pkts, uint16_t n) override { return rte_eth_tx_burst(port_, 0, pkts, n); }
+    uint16_t tx_burst(rte_mbuf **pkts, uint16_t n) override {
+        return rte_eth_tx_burst(port_, 0, pkts, n);
+    }
     const uint8_t *mac() const override { return mac_.addr_bytes; }
     netdev_caps caps() const override {
         netdev_caps c;
@@ -82,7 +84,8 @@ struct host {
         device_config dc;
         dc.dev = eng.get();
         dc.pool = pool;
-        for (size_t i = 0; i < addrs.gid_count() && i < 4; i++) dc.gids[dc.num_gids++] = *addrs.gid_at(i);
+        for (size_t i = 0; i < addrs.gid_count() && i < 4; i++)
+            dc.gids[dc.num_gids++] = *addrs.gid_at(i);
         ctx = open_device(dc);
         eng->attach(ctx, nb.get());
     }
@@ -109,15 +112,16 @@ struct host {
 } // namespace
 
 int main(int argc, char **argv) {
-    const char *eal[] = {argv[0], "--no-huge", "-m", "256", "--no-pci", "--no-shconf", "-l", "0",
-                         "--log-level=*:warning"};
+    const char *eal[] = {argv[0], "--no-huge", "-m",
+                         "256",   "--no-pci",  "--no-shconf",
+                         "-l",    "0",         "--log-level=*:warning"};
     (void)argc;
     if (rte_eal_init(int(std::size(eal)), const_cast<char **>(eal)) < 0) {
         std::fprintf(stderr, "embed_dataplane: EAL init failed\n");
         return 1;
     }
-    rte_mempool *pool =
-        rte_pktmbuf_pool_create("embed", 8191, 256, 0, RTE_PKTMBUF_HEADROOM + 9100, int(rte_socket_id()));
+    rte_mempool *pool = rte_pktmbuf_pool_create("embed", 8191, 256, 0, RTE_PKTMBUF_HEADROOM + 9100,
+                                                int(rte_socket_id()));
     rte_ring *ab = rte_ring_create("embed_ab", 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
     rte_ring *ba = rte_ring_create("embed_ba", 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
     int pa = rte_eth_from_rings("embed_a", &ba, 1, &ab, 1, 0);
@@ -153,11 +157,13 @@ int main(int argc, char **argv) {
         /* The verbs objects, exactly as with libibverbs. */
         const size_t len = 1 << 20;
         std::vector<uint8_t> src(len), dst(len, 0), back(len, 0);
-        for (size_t i = 0; i < len; i++) src[i] = uint8_t(i * 31 + 7);
+        for (size_t i = 0; i < len; i++)
+            src[i] = uint8_t(i * 31 + 7);
         pd *pda = alloc_pd(a.ctx), *pdb = alloc_pd(b.ctx);
         mr *msrc = reg_mr(pda, src.data(), len, access_local_write);
         mr *mback = reg_mr(pda, back.data(), len, access_local_write);
-        mr *mdst = reg_mr(pdb, dst.data(), len, access_local_write | access_remote_write | access_remote_read);
+        mr *mdst = reg_mr(pdb, dst.data(), len,
+                          access_local_write | access_remote_write | access_remote_read);
         cq *cqa = create_cq(a.ctx, 64), *cqb = create_cq(b.ctx, 64);
         qp_init_attr ia;
         ia.qp_type = qp_type::rc;
@@ -171,7 +177,8 @@ int main(int argc, char **argv) {
             at.qp_state = qp_state::init;
             at.port_num = 1;
             at.qp_access_flags = access_remote_write | access_remote_read;
-            modify_qp(q, at, qp_attr_state | qp_attr_pkey_index | qp_attr_port | qp_attr_access_flags);
+            modify_qp(q, at,
+                      qp_attr_state | qp_attr_pkey_index | qp_attr_port | qp_attr_access_flags);
             at = qp_attr{};
             at.qp_state = qp_state::rtr;
             at.path_mtu = mtu::mtu_4096;
@@ -183,8 +190,8 @@ int main(int argc, char **argv) {
             at.ah_attr.grh.sgid_index = 1; /* GID 1: our IPv4 address, as on rxe */
             dmac.copy_to(at.ah_attr.dmac);
             modify_qp(q, at,
-                      qp_attr_state | qp_attr_av | qp_attr_path_mtu | qp_attr_dest_qpn | qp_attr_rq_psn |
-                          qp_attr_max_dest_rd_atomic | qp_attr_min_rnr_timer);
+                      qp_attr_state | qp_attr_av | qp_attr_path_mtu | qp_attr_dest_qpn |
+                          qp_attr_rq_psn | qp_attr_max_dest_rd_atomic | qp_attr_min_rnr_timer);
             at = qp_attr{};
             at.qp_state = qp_state::rts;
             at.sq_psn = 0x1000;
@@ -214,17 +221,19 @@ int main(int argc, char **argv) {
             send_wr *bad;
             post_send(qa, &wr, &bad);
             wc w;
-            while (poll_cq(cqa, 1, &w) == 0) both();
+            while (poll_cq(cqa, 1, &w) == 0)
+                both();
             return w.status;
         };
         wc_status ws = run(wr_opcode::rdma_write, msrc, src.data());
         wc_status rs = run(wr_opcode::rdma_read, mback, back.data());
         bool same = src == dst && src == back;
-        std::printf("RDMA WRITE 1 MiB: %s, RDMA READ back: %s, data %s\n", wc_status_str(ws), wc_status_str(rs),
-                    same ? "identical" : "DIFFERENT");
-        std::printf("frames through uroce: A sent %lu, received %lu; frames the dataplane kept: %lu\n",
-                    (unsigned long)a.eng->counters().tx_frames, (unsigned long)a.eng->counters().rx_frames,
-                    (unsigned long)(a.other_frames + b.other_frames));
+        std::printf("RDMA WRITE 1 MiB: %s, RDMA READ back: %s, data %s\n", wc_status_str(ws),
+                    wc_status_str(rs), same ? "identical" : "DIFFERENT");
+        std::printf(
+            "frames through uroce: A sent %lu, received %lu; frames the dataplane kept: %lu\n",
+            (unsigned long)a.eng->counters().tx_frames, (unsigned long)a.eng->counters().rx_frames,
+            (unsigned long)(a.other_frames + b.other_frames));
         rc = (ws == wc_status::success && rs == wc_status::success && same) ? 0 : 1;
 
         /* 4. The same from an application thread: it posts through a work
@@ -233,14 +242,16 @@ int main(int argc, char **argv) {
         cc.dev = a.ctx;
         std::unique_ptr<work_channel> ch = work_channel::create(cc);
         ch->add_cq(cqa); /* the channel polls cqa from now on */
-        for (size_t i = 0; i < len; i++) src[i] = uint8_t(i * 13 + 5);
+        for (size_t i = 0; i < len; i++)
+            src[i] = uint8_t(i * 13 + 5);
         std::atomic<bool> app_done{false};
         bool app_ok = false;
         std::thread app([&] {
             /* Not on the lcore's CPU: two spinning threads on one CPU crawl. */
             cpu_set_t cpus;
             CPU_ZERO(&cpus);
-            for (long c = 1; c < sysconf(_SC_NPROCESSORS_ONLN) && c < CPU_SETSIZE; c++) CPU_SET(c, &cpus);
+            for (long c = 1; c < sysconf(_SC_NPROCESSORS_ONLN) && c < CPU_SETSIZE; c++)
+                CPU_SET(c, &cpus);
             if (CPU_COUNT(&cpus)) pthread_setaffinity_np(pthread_self(), sizeof(cpus), &cpus);
             const uint32_t chunk = 4096, n = uint32_t(len / chunk);
             uint32_t done = 0, errors = 0;
@@ -259,22 +270,27 @@ int main(int argc, char **argv) {
             auto reap = [&] {
                 wc w[16];
                 int k = ch->poll(16, w);
-                for (int i = 0; i < k; i++) errors += w[i].status != wc_status::success;
+                for (int i = 0; i < k; i++)
+                    errors += w[i].status != wc_status::success;
                 done += uint32_t(k);
                 if (k == 0) std::this_thread::yield();
             };
             /* 256 WRITEs of 4 KiB, at most 16 in flight (the QP's max_send_wr), */
             for (uint32_t posted = 0; posted < n;) {
-                if (posted - done < 16 && post(wr_opcode::rdma_write, src.data() + size_t(posted) * chunk, msrc,
-                                               chunk, size_t(posted) * chunk))
+                if (posted - done < 16 &&
+                    post(wr_opcode::rdma_write, src.data() + size_t(posted) * chunk, msrc, chunk,
+                         size_t(posted) * chunk))
                     posted++;
                 else
                     reap();
             }
-            while (done < n) reap();
+            while (done < n)
+                reap();
             /* then the whole MiB READ back. */
-            while (!post(wr_opcode::rdma_read, back.data(), mback, uint32_t(len), 0)) reap();
-            while (done < n + 1) reap();
+            while (!post(wr_opcode::rdma_read, back.data(), mback, uint32_t(len), 0))
+                reap();
+            while (done < n + 1)
+                reap();
             app_ok = errors == 0;
             app_done.store(true, std::memory_order_release);
         });
@@ -285,10 +301,11 @@ int main(int argc, char **argv) {
         }
         app.join();
         same = src == dst && src == back;
-        std::printf("from an application thread through a work channel: 256 x 4 KiB WRITE + READ back: %s, "
-                    "data %s (%lu WRs served)\n",
-                    app_ok ? "success" : "ERRORS", same ? "identical" : "DIFFERENT",
-                    (unsigned long)ch->serve_counters().served.load());
+        std::printf(
+            "from an application thread through a work channel: 256 x 4 KiB WRITE + READ back: %s, "
+            "data %s (%lu WRs served)\n",
+            app_ok ? "success" : "ERRORS", same ? "identical" : "DIFFERENT",
+            (unsigned long)ch->serve_counters().served.load());
         if (!app_ok || !same) rc = 1;
     }
     rte_eal_cleanup();

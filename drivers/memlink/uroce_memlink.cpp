@@ -13,7 +13,8 @@ memlink_port::memlink_port(memlink *link, const uint8_t mac[6], uint32_t depth)
 }
 
 memlink_port::~memlink_port() {
-    for (uint32_t i = 0; i < count_; ++i) rte_pktmbuf_free(q_[i].m);
+    for (uint32_t i = 0; i < count_; ++i)
+        rte_pktmbuf_free(q_[i].m);
     if (held_) rte_pktmbuf_free(held_);
 }
 
@@ -25,7 +26,8 @@ netdev_caps memlink_port::caps() const {
 }
 
 uint16_t memlink_port::tx_burst(rte_mbuf **pkts, uint16_t n) {
-    for (uint16_t i = 0; i < n; ++i) link_->send(this, pkts[i]);
+    for (uint16_t i = 0; i < n; ++i)
+        link_->send(this, pkts[i]);
     return n;
 }
 
@@ -80,7 +82,8 @@ void memlink::set_faults(double drop, double duplicate, double reorder, double c
 
 uint32_t memlink::in_flight() const {
     uint32_t n = 0;
-    for (const auto &p : ports_) n += p->queued();
+    for (const auto &p : ports_)
+        n += p->queued();
     return n;
 }
 
@@ -92,7 +95,9 @@ uint64_t memlink::next() {
     return rng_ * 0x2545f4914f6cdd1dull;
 }
 
-double memlink::uniform() { return double(next() >> 11) * (1.0 / 9007199254740992.0); }
+double memlink::uniform() {
+    return double(next() >> 11) * (1.0 / 9007199254740992.0);
+}
 
 void memlink::send(memlink_port *from, rte_mbuf *m) {
     ++stats_.tx;

@@ -80,7 +80,7 @@ class memlink_port final : public netdev {
     uint8_t mac_[6];
     std::unique_ptr<entry[]> q_;
     uint32_t depth_;
-    uint32_t count_ = 0; /* entries q_[0..count_) in arrival order */
+    uint32_t count_ = 0;       /* entries q_[0..count_) in arrival order */
     rte_mbuf *held_ = nullptr; /* a frame being reordered behind the next one */
 };
 

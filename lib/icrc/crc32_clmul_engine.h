@@ -34,28 +34,29 @@
 
 namespace uroce::crc32_detail {
 
-UROCE_CLMUL_INLINE __m128i loadu128(const void *p)
-{
+UROCE_CLMUL_INLINE __m128i loadu128(const void *p) {
     return _mm_loadu_si128(static_cast<const __m128i *>(p));
 }
 
 /* Constant pair that folds a block forward by d blocks (1 <= d <= fold_max_dist). */
-UROCE_CLMUL_INLINE __m128i fold_k(unsigned d)
-{
+UROCE_CLMUL_INLINE __m128i fold_k(unsigned d) {
     return _mm_load_si128(reinterpret_cast<const __m128i *>(&fold_table[fold_index(d)]));
 }
 
 /* x * x^(128*d) mod-P-congruent 128-bit value: bytes 0..7 (the high-degree
  * half) times k.lo, bytes 8..15 times k.hi. */
-UROCE_CLMUL_INLINE __m128i fold16(__m128i x, __m128i k)
-{
+UROCE_CLMUL_INLINE __m128i fold16(__m128i x, __m128i k) {
     return _mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), _mm_clmulepi64_si128(x, k, 0x11));
 }
 
 /* pshufb control: "shift up by s bytes" (byte j <- j-s), 0 <= s <= 16. */
-UROCE_CLMUL_INLINE __m128i shuf_up(unsigned s) { return loadu128(shuf_table + 16 - s); }
+UROCE_CLMUL_INLINE __m128i shuf_up(unsigned s) {
+    return loadu128(shuf_table + 16 - s);
+}
 /* pshufb control: "shift down by s bytes" (byte j <- j+s), 0 <= s <= 16. */
-UROCE_CLMUL_INLINE __m128i shuf_down(unsigned s) { return loadu128(shuf_table + 16 + s); }
+UROCE_CLMUL_INLINE __m128i shuf_down(unsigned s) {
+    return loadu128(shuf_table + 16 + s);
+}
 
 /* Final reduction: the 128-bit block T (polynomial R, last block of the
  * message) -> register = R * x^32 mod P.
@@ -66,29 +67,30 @@ UROCE_CLMUL_INLINE __m128i shuf_down(unsigned s) { return loadu128(shuf_table + 
  * instead of the two serial 128->96->64 folds of the white paper. Then a
  * Barrett reduction of Z: q = floor(floor(Z / x^32) * mu / x^32), Z - q P,
  * with mu = floor(x^64 / P) (exact for polynomials, no correction step). */
-UROCE_CLMUL_INLINE uint32_t reduce128(__m128i t)
-{
+UROCE_CLMUL_INLINE uint32_t reduce128(__m128i t) {
     const __m128i lo32_mask = _mm_set_epi32(0, -1, 0, -1);
-    const __m128i k_h1_l1 = _mm_set_epi64x(static_cast<long long>(k_x64), static_cast<long long>(k_x128));
+    const __m128i k_h1_l1 =
+        _mm_set_epi64x(static_cast<long long>(k_x64), static_cast<long long>(k_x128));
     const __m128i k_h0 = _mm_set_epi64x(0, static_cast<long long>(k_x96));
-    const __m128i k_barrett = _mm_set_epi64x(static_cast<long long>(k_poly), static_cast<long long>(k_mu));
+    const __m128i k_barrett =
+        _mm_set_epi64x(static_cast<long long>(k_poly), static_cast<long long>(k_mu));
 
     const __m128i a = _mm_and_si128(t, lo32_mask); /* lane0: H1, lane1: L1 (reflected) */
     const __m128i b = _mm_srli_epi64(t, 32);       /* lane0: H0, lane1: L0 */
-    __m128i z = _mm_xor_si128(_mm_clmulepi64_si128(a, k_h1_l1, 0x00), _mm_clmulepi64_si128(a, k_h1_l1, 0x11));
+    __m128i z = _mm_xor_si128(_mm_clmulepi64_si128(a, k_h1_l1, 0x00),
+                              _mm_clmulepi64_si128(a, k_h1_l1, 0x11));
     z = _mm_xor_si128(z, _mm_xor_si128(_mm_clmulepi64_si128(b, k_h0, 0x00), _mm_srli_si128(b, 8)));
 
     /* Barrett. The low 32 bits of a carry-less product depend only on the
      * low 32 bits of the operands, so the first multiply needs no masking. */
-    __m128i q = _mm_clmulepi64_si128(z, k_barrett, 0x00);              /* (Z_hi32 * mu) ... */
-    q = _mm_and_si128(q, _mm_set_epi32(0, 0, 0, -1));                  /* floor(./x^32) */
-    z = _mm_xor_si128(z, _mm_clmulepi64_si128(q, k_barrett, 0x10));    /* Z - q P */
+    __m128i q = _mm_clmulepi64_si128(z, k_barrett, 0x00);           /* (Z_hi32 * mu) ... */
+    q = _mm_and_si128(q, _mm_set_epi32(0, 0, 0, -1));               /* floor(./x^32) */
+    z = _mm_xor_si128(z, _mm_clmulepi64_si128(q, k_barrett, 0x10)); /* Z - q P */
     return static_cast<uint32_t>(_mm_extract_epi32(z, 1));
 }
 
 /* 0..15 bytes. */
-UROCE_CLMUL_INLINE uint32_t crc_short(uint32_t reg, const uint8_t *p, size_t n)
-{
+UROCE_CLMUL_INLINE uint32_t crc_short(uint32_t reg, const uint8_t *p, size_t n) {
     if (n < 4) {
         /* Too short to hold the 4-byte register; three table steps at most. */
         while (n--)
@@ -121,20 +123,19 @@ UROCE_CLMUL_INLINE uint32_t crc_short(uint32_t reg, const uint8_t *p, size_t n)
  * blocks starting at p + r. Returns the first full block with the register
  * bytes that fall into it XORed in; *head gets the register-seeded,
  * zero-padded head block (zero if r == 0). */
-UROCE_CLMUL_INLINE __m128i first_block(uint32_t reg, const uint8_t *p, unsigned r, __m128i *head)
-{
+UROCE_CLMUL_INLINE __m128i first_block(uint32_t reg, const uint8_t *p, unsigned r, __m128i *head) {
     const __m128i regv = _mm_cvtsi32_si128(static_cast<int>(reg));
     /* Register bytes that land in the head go up to byte 16-r; the ones that
      * spill past it (r < 4) land in the first full block. */
     __m128i b0 = _mm_xor_si128(loadu128(p + r), _mm_shuffle_epi8(regv, shuf_down(r)));
-    *head = r ? _mm_shuffle_epi8(_mm_xor_si128(loadu128(p), regv), shuf_up(16 - r)) : _mm_setzero_si128();
+    *head = r ? _mm_shuffle_epi8(_mm_xor_si128(loadu128(p), regv), shuf_up(16 - r))
+              : _mm_setzero_si128();
     return b0;
 }
 
 /* 16 bytes at p + off, ORed with the mask bytes at the same offset if Masked. */
 template <bool Masked>
-UROCE_CLMUL_INLINE __m128i load_m(const uint8_t *p, const uint8_t *mask, size_t off)
-{
+UROCE_CLMUL_INLINE __m128i load_m(const uint8_t *p, const uint8_t *mask, size_t off) {
     const __m128i v = loadu128(p + off);
     if constexpr (Masked)
         return _mm_or_si128(v, loadu128(mask + off));
@@ -150,17 +151,19 @@ UROCE_CLMUL_INLINE __m128i load_m(const uint8_t *p, const uint8_t *mask, size_t 
  * ICRC uses this to set its variant header fields to ones without a copy);
  * mask must be readable for n bytes. */
 template <bool Masked>
-UROCE_CLMUL_INLINE uint32_t crc_xmm_short(uint32_t reg, const uint8_t *p, const uint8_t *mask, size_t n)
-{
+UROCE_CLMUL_INLINE uint32_t crc_xmm_short(uint32_t reg, const uint8_t *p, const uint8_t *mask,
+                                          size_t n) {
     const unsigned r = static_cast<unsigned>(n & 15);
     const unsigned m = static_cast<unsigned>(n >> 4); /* 1..fold_max_dist */
     const __m128i regv = _mm_cvtsi32_si128(static_cast<int>(reg));
-    const __m128i b0 = _mm_xor_si128(load_m<Masked>(p, mask, r), _mm_shuffle_epi8(regv, shuf_down(r)));
+    const __m128i b0 =
+        _mm_xor_si128(load_m<Masked>(p, mask, r), _mm_shuffle_epi8(regv, shuf_down(r)));
     __m128i t0 = _mm_setzero_si128(), t1 = t0, t2 = t0, t3 = t0;
     if (r)
-        t1 = fold16(_mm_shuffle_epi8(_mm_xor_si128(load_m<Masked>(p, mask, 0), regv), shuf_up(16 - r)), fold_k(m));
-    if (m == 1)
-        return reduce128(_mm_xor_si128(t1, b0));
+        t1 = fold16(
+            _mm_shuffle_epi8(_mm_xor_si128(load_m<Masked>(p, mask, 0), regv), shuf_up(16 - r)),
+            fold_k(m));
+    if (m == 1) return reduce128(_mm_xor_si128(t1, b0));
     t0 = fold16(b0, fold_k(m - 1));
     for (unsigned j = 1; j + 1 < m; j++) {
         const __m128i f = fold16(load_m<Masked>(p, mask, r + 16 * j), fold_k(m - 1 - j));
@@ -170,18 +173,17 @@ UROCE_CLMUL_INLINE uint32_t crc_xmm_short(uint32_t reg, const uint8_t *p, const 
             t3 = _mm_xor_si128(t3, f);
     }
     const __m128i last = load_m<Masked>(p, mask, r + 16 * (m - 1));
-    return reduce128(_mm_xor_si128(_mm_xor_si128(t0, t1), _mm_xor_si128(_mm_xor_si128(t2, t3), last)));
+    return reduce128(
+        _mm_xor_si128(_mm_xor_si128(t0, t1), _mm_xor_si128(_mm_xor_si128(t2, t3), last)));
 }
 
 /* 16+ bytes: the loop-free form up to ShortMax blocks, else N independent
  * 16-byte accumulators in the main loop. */
 template <unsigned N, unsigned ShortMax>
-UROCE_CLMUL_INLINE uint32_t crc_xmm(uint32_t reg, const uint8_t *p, size_t n)
-{
+UROCE_CLMUL_INLINE uint32_t crc_xmm(uint32_t reg, const uint8_t *p, size_t n) {
     static_assert(N >= 2 && N % 2 == 0 && 2 * N <= fold_max_dist, "unsupported accumulator count");
     static_assert(ShortMax >= 2 * N && ShortMax <= fold_max_dist, "unsupported short-path limit");
-    if ((n >> 4) <= ShortMax)
-        return crc_xmm_short<false>(reg, p, nullptr, n);
+    if ((n >> 4) <= ShortMax) return crc_xmm_short<false>(reg, p, nullptr, n);
 
     const unsigned r = static_cast<unsigned>(n & 15);
     const uint8_t *q = p + r;
@@ -219,7 +221,8 @@ UROCE_CLMUL_INLINE uint32_t crc_xmm(uint32_t reg, const uint8_t *p, size_t n)
             t3 = _mm_xor_si128(t3, f);
     }
     const __m128i last = loadu128(q + 16 * L);
-    return reduce128(_mm_xor_si128(_mm_xor_si128(t0, t1), _mm_xor_si128(_mm_xor_si128(t2, t3), last)));
+    return reduce128(
+        _mm_xor_si128(_mm_xor_si128(t0, t1), _mm_xor_si128(_mm_xor_si128(t2, t3), last)));
 }
 
 } // namespace uroce::crc32_detail

@@ -30,8 +30,7 @@ namespace uroce::crc32_detail {
 /* IEEE 802.3 CRC-32 generator, normal (MSB-first) form without the x^32 term. */
 inline constexpr uint32_t poly_normal = 0x04C11DB7u;
 
-constexpr uint32_t rev32(uint32_t v)
-{
+constexpr uint32_t rev32(uint32_t v) {
     uint32_t r = 0;
     for (int i = 0; i < 32; i++)
         r |= ((v >> i) & 1u) << (31 - i);
@@ -43,8 +42,7 @@ inline constexpr uint32_t poly_reflected = rev32(poly_normal);
 
 /* x^k mod P in normal form (bit i = coefficient of x^i), by k steps of
  * "multiply by x, reduce". Linear in k, but only evaluated at compile time. */
-constexpr uint32_t xpow_mod(uint32_t k)
-{
+constexpr uint32_t xpow_mod(uint32_t k) {
     uint32_t v = 1; /* x^0 */
     for (uint32_t i = 0; i < k; i++)
         v = (v << 1) ^ ((v & 0x80000000u) ? poly_normal : 0u);
@@ -53,11 +51,12 @@ constexpr uint32_t xpow_mod(uint32_t k)
 
 /* 33-bit reflection of a degree<=31 polynomial: bit (32-i) = coeff of x^i.
  * Bit 0 (the x^32 coefficient) is therefore 0. */
-constexpr uint64_t rev33_of_mod(uint32_t normal) { return uint64_t(rev32(normal)) << 1; }
+constexpr uint64_t rev33_of_mod(uint32_t normal) {
+    return uint64_t(rev32(normal)) << 1;
+}
 
 /* floor(x^64 / P) by long division, normal form, 33 bits (degree 32). */
-constexpr uint64_t barrett_mu_normal()
-{
+constexpr uint64_t barrett_mu_normal() {
     const uint64_t p33 = (uint64_t(1) << 32) | poly_normal;
     uint64_t rem = 0, quo = 0;
     /* Dividend x^64: a 1 followed by 64 zero bits, fed MSB first. */
@@ -73,8 +72,7 @@ constexpr uint64_t barrett_mu_normal()
 }
 
 /* 33-bit reflection of a degree<=32 polynomial given in normal form. */
-constexpr uint64_t rev33(uint64_t normal33)
-{
+constexpr uint64_t rev33(uint64_t normal33) {
     uint64_t r = 0;
     for (int i = 0; i <= 32; i++)
         r |= ((normal33 >> i) & 1u) << (32 - i);
@@ -82,12 +80,10 @@ constexpr uint64_t rev33(uint64_t normal33)
 }
 
 /* Carry-less 32x33 multiply, for the self-checks below. */
-constexpr uint64_t clmul_scalar(uint64_t a, uint64_t b)
-{
+constexpr uint64_t clmul_scalar(uint64_t a, uint64_t b) {
     uint64_t r = 0;
     for (int i = 0; i < 64; i++)
-        if ((b >> i) & 1u)
-            r ^= a << i;
+        if ((b >> i) & 1u) r ^= a << i;
     return r;
 }
 
@@ -122,8 +118,7 @@ struct alignas(16) fold_pair {
     uint64_t hi; /* multiplies bytes 8..15 */
 };
 
-constexpr std::array<fold_pair, fold_max_dist + 1> make_fold_table()
-{
+constexpr std::array<fold_pair, fold_max_dist + 1> make_fold_table() {
     std::array<fold_pair, fold_max_dist + 1> t{};
     for (unsigned j = 0; j <= fold_max_dist; j++) {
         const unsigned d = fold_max_dist - j;
@@ -137,10 +132,13 @@ constexpr std::array<fold_pair, fold_max_dist + 1> make_fold_table()
     return t;
 }
 
-alignas(64) inline constexpr std::array<fold_pair, fold_max_dist + 1> fold_table = make_fold_table();
+alignas(64) inline constexpr std::array<fold_pair, fold_max_dist + 1> fold_table =
+    make_fold_table();
 
 /* Index of the constant for distance d (1..fold_max_dist) in fold_table. */
-constexpr unsigned fold_index(unsigned d) { return fold_max_dist - d; }
+constexpr unsigned fold_index(unsigned d) {
+    return fold_max_dist - d;
+}
 
 /* pshufb control bytes for variable byte shifts of a 16-byte register:
  * loading 16 bytes at shuf_table + 16 - s gives "shift up by s bytes"

@@ -23,8 +23,10 @@ uint32_t crc32_update_clmul_vex(uint32_t reg, const void *data, size_t len);
  * path; the others are its per-engine implementations. */
 uint32_t crc32_update_masked(uint32_t reg, const uint8_t *p, const uint8_t *mask, size_t n);
 uint32_t crc32_update_masked_scalar(uint32_t reg, const uint8_t *p, const uint8_t *mask, size_t n);
-uint32_t crc32_update_masked_clmul_sse(uint32_t reg, const uint8_t *p, const uint8_t *mask, size_t n);
-uint32_t crc32_update_masked_clmul_vex(uint32_t reg, const uint8_t *p, const uint8_t *mask, size_t n);
+uint32_t crc32_update_masked_clmul_sse(uint32_t reg, const uint8_t *p, const uint8_t *mask,
+                                       size_t n);
+uint32_t crc32_update_masked_clmul_vex(uint32_t reg, const uint8_t *p, const uint8_t *mask,
+                                       size_t n);
 
 /* AVX usable (CPUID + OS-enabled YMM state). */
 bool cpu_has_avx();

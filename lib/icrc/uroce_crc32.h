@@ -29,10 +29,11 @@ enum class crc32_path : uint8_t { scalar, clmul, vclmul };
  * Chaining is plain: crc32_update(crc32_update(r, a, n), b, m) is the update
  * over the concatenation a||b. Never reads outside [data, data+len). */
 uint32_t crc32_update(uint32_t reg, const void *data, size_t len);        /* dispatched */
-uint32_t crc32_update_scalar(uint32_t reg, const void *data, size_t len);  /* slicing-by-8 */
-uint32_t crc32_update_clmul(uint32_t reg, const void *data, size_t len);   /* only if supported;
-                                                                             VEX-encoded if AVX is usable */
-uint32_t crc32_update_vclmul(uint32_t reg, const void *data, size_t len);  /* only if supported */
+uint32_t crc32_update_scalar(uint32_t reg, const void *data, size_t len); /* slicing-by-8 */
+uint32_t crc32_update_clmul(uint32_t reg, const void *data,
+                            size_t len);                                  /* only if supported;
+                                                                            VEX-encoded if AVX is usable */
+uint32_t crc32_update_vclmul(uint32_t reg, const void *data, size_t len); /* only if supported */
 
 bool crc32_path_supported(crc32_path p);
 crc32_path crc32_best_path();
@@ -45,8 +46,7 @@ bool crc32_set_path(crc32_path p);
 const char *crc32_path_name(crc32_path p);
 
 /* zlib-compatible convenience: crc32_ieee(prev, p, n) == zlib crc32(prev, p, n). */
-static inline uint32_t crc32_ieee(uint32_t prev, const void *p, size_t n)
-{
+static inline uint32_t crc32_ieee(uint32_t prev, const void *p, size_t n) {
     return ~crc32_update(~prev, p, n);
 }
 

@@ -25,42 +25,37 @@ namespace uroce {
 namespace crc32_detail {
 namespace {
 
-UROCE_CLMUL_INLINE uint32_t clmul_body(uint32_t reg, const void *data, size_t len)
-{
+UROCE_CLMUL_INLINE uint32_t clmul_body(uint32_t reg, const void *data, size_t len) {
     const uint8_t *p = static_cast<const uint8_t *>(data);
-    if (len < 16)
-        return crc_short(reg, p, len);
+    if (len < 16) return crc_short(reg, p, len);
     return crc_xmm<UROCE_CLMUL_ACCS, UROCE_CLMUL_SHORT_BLOCKS>(reg, p, len);
 }
 
 } // namespace
 
-__attribute__((target("pclmul"))) uint32_t crc32_update_clmul_sse(uint32_t reg, const void *data, size_t len)
-{
+__attribute__((target("pclmul"))) uint32_t crc32_update_clmul_sse(uint32_t reg, const void *data,
+                                                                  size_t len) {
     return clmul_body(reg, data, len);
 }
 
-__attribute__((target("avx,pclmul"))) uint32_t crc32_update_clmul_vex(uint32_t reg, const void *data, size_t len)
-{
+__attribute__((target("avx,pclmul"))) uint32_t
+crc32_update_clmul_vex(uint32_t reg, const void *data, size_t len) {
     return clmul_body(reg, data, len);
 }
 
-__attribute__((target("pclmul"))) uint32_t crc32_update_masked_clmul_sse(uint32_t reg, const uint8_t *p,
-                                                                        const uint8_t *mask, size_t n)
-{
+__attribute__((target("pclmul"))) uint32_t
+crc32_update_masked_clmul_sse(uint32_t reg, const uint8_t *p, const uint8_t *mask, size_t n) {
     return crc_xmm_short<true>(reg, p, mask, n);
 }
 
-__attribute__((target("avx,pclmul"))) uint32_t crc32_update_masked_clmul_vex(uint32_t reg, const uint8_t *p,
-                                                                            const uint8_t *mask, size_t n)
-{
+__attribute__((target("avx,pclmul"))) uint32_t
+crc32_update_masked_clmul_vex(uint32_t reg, const uint8_t *p, const uint8_t *mask, size_t n) {
     return crc_xmm_short<true>(reg, p, mask, n);
 }
 
 } // namespace crc32_detail
 
-uint32_t crc32_update_clmul(uint32_t reg, const void *data, size_t len)
-{
+uint32_t crc32_update_clmul(uint32_t reg, const void *data, size_t len) {
     /* A well-predicted branch on a value fixed at start-up. */
     return crc32_detail::cpu_has_avx() ? crc32_detail::crc32_update_clmul_vex(reg, data, len)
                                        : crc32_detail::crc32_update_clmul_sse(reg, data, len);

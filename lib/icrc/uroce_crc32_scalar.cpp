@@ -18,8 +18,7 @@ namespace crc32_detail {
 
 namespace {
 
-constexpr crc_tables make_tables()
-{
+constexpr crc_tables make_tables() {
     crc_tables s{};
     for (uint32_t b = 0; b < 256; b++) {
         uint32_t c = b;
@@ -33,12 +32,10 @@ constexpr crc_tables make_tables()
     return s;
 }
 
-inline uint32_t load_le32(const uint8_t *p)
-{
+inline uint32_t load_le32(const uint8_t *p) {
     uint32_t v;
     std::memcpy(&v, p, sizeof(v));
-    if constexpr (std::endian::native == std::endian::big)
-        v = __builtin_bswap32(v);
+    if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap32(v);
     return v;
 }
 
@@ -53,8 +50,7 @@ static_assert(tables.t[0][1] == 0x77073096u, "CRC table generation broken");
 
 } // namespace crc32_detail
 
-uint32_t crc32_update_scalar(uint32_t reg, const void *data, size_t len)
-{
+uint32_t crc32_update_scalar(uint32_t reg, const void *data, size_t len) {
     using namespace crc32_detail;
     const auto &t = tables.t;
     const uint8_t *p = static_cast<const uint8_t *>(data);
@@ -68,8 +64,9 @@ uint32_t crc32_update_scalar(uint32_t reg, const void *data, size_t len)
     while (len >= 8) {
         const uint32_t lo = load_le32(p) ^ reg;
         const uint32_t hi = load_le32(p + 4);
-        reg = t[7][lo & 0xFFu] ^ t[6][(lo >> 8) & 0xFFu] ^ t[5][(lo >> 16) & 0xFFu] ^ t[4][lo >> 24] ^
-              t[3][hi & 0xFFu] ^ t[2][(hi >> 8) & 0xFFu] ^ t[1][(hi >> 16) & 0xFFu] ^ t[0][hi >> 24];
+        reg = t[7][lo & 0xFFu] ^ t[6][(lo >> 8) & 0xFFu] ^ t[5][(lo >> 16) & 0xFFu] ^
+              t[4][lo >> 24] ^ t[3][hi & 0xFFu] ^ t[2][(hi >> 8) & 0xFFu] ^
+              t[1][(hi >> 16) & 0xFFu] ^ t[0][hi >> 24];
         p += 8;
         len -= 8;
     }

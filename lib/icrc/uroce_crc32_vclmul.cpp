@@ -29,7 +29,8 @@
 #ifndef UROCE_VCLMUL_LOOP_MIN
 #define UROCE_VCLMUL_LOOP_MIN 512
 #endif
-static_assert(UROCE_VCLMUL_YMM_MIN >= 48 && UROCE_VCLMUL_LOOP_MIN <= 16 * (uroce::crc32_detail::fold_max_dist + 1) &&
+static_assert(UROCE_VCLMUL_YMM_MIN >= 48 &&
+                  UROCE_VCLMUL_LOOP_MIN <= 16 * (uroce::crc32_detail::fold_max_dist + 1) &&
                   UROCE_VCLMUL_LOOP_MIN >= 16 * (2 * UROCE_VCLMUL_ACCS + 1),
               "bad vclmul thresholds");
 
@@ -39,19 +40,20 @@ namespace uroce {
 namespace crc32_detail {
 namespace {
 
-UROCE_VCLMUL_INLINE __m256i loadu256(const void *p)
-{
+UROCE_VCLMUL_INLINE __m256i loadu256(const void *p) {
     return _mm256_loadu_si256(static_cast<const __m256i *>(p));
 }
 
-UROCE_VCLMUL_INLINE __m256i fold32(__m256i x, __m256i k)
-{
-    return _mm256_xor_si256(_mm256_clmulepi64_epi128(x, k, 0x00), _mm256_clmulepi64_epi128(x, k, 0x11));
+UROCE_VCLMUL_INLINE __m256i fold32(__m256i x, __m256i k) {
+    return _mm256_xor_si256(_mm256_clmulepi64_epi128(x, k, 0x00),
+                            _mm256_clmulepi64_epi128(x, k, 0x11));
 }
 
 /* Constants for a ymm whose low lane is d blocks before the last block and
  * whose high lane is d-1 blocks before it (2 <= d <= fold_max_dist). */
-UROCE_VCLMUL_INLINE __m256i fold_k2(unsigned d) { return loadu256(&fold_table[fold_index(d)]); }
+UROCE_VCLMUL_INLINE __m256i fold_k2(unsigned d) {
+    return loadu256(&fold_table[fold_index(d)]);
+}
 
 /* 48 <= n < 16 * (fold_max_dist + 1) bytes, no loop: like crc_xmm_short but
  * two blocks per multiply. The last block (distance 0) is XORed as is. The
@@ -59,8 +61,7 @@ UROCE_VCLMUL_INLINE __m256i fold_k2(unsigned d) { return loadu256(&fold_table[fo
  * the register never has to be inserted into a ymm (an insert on the critical
  * path cost ~2 ns here); so is block 1 if needed to leave an even count, and
  * the rest go in pairs. */
-UROCE_VCLMUL_INLINE uint32_t crc_ymm_short(uint32_t reg, const uint8_t *p, size_t n)
-{
+UROCE_VCLMUL_INLINE uint32_t crc_ymm_short(uint32_t reg, const uint8_t *p, size_t n) {
     const unsigned r = static_cast<unsigned>(n & 15);
     const unsigned m = static_cast<unsigned>(n >> 4); /* 3..fold_max_dist */
     const uint8_t *q = p + r;
@@ -82,23 +83,22 @@ UROCE_VCLMUL_INLINE uint32_t crc_ymm_short(uint32_t reg, const uint8_t *p, size_
             y0 = _mm256_xor_si256(y0, f);
     }
     const __m256i y = _mm256_xor_si256(y0, y1);
-    const __m128i x = _mm_xor_si128(_mm_xor_si128(x0, x1),
-                                    _mm_xor_si128(_mm256_castsi256_si128(y), _mm256_extracti128_si256(y, 1)));
+    const __m128i x =
+        _mm_xor_si128(_mm_xor_si128(x0, x1),
+                      _mm_xor_si128(_mm256_castsi256_si128(y), _mm256_extracti128_si256(y, 1)));
     return reduce128(x);
 }
 
 /* 16 * (2N + 1) bytes or more. */
 template <unsigned N>
-UROCE_VCLMUL_INLINE uint32_t crc_ymm(uint32_t reg, const uint8_t *p, size_t n)
-{
+UROCE_VCLMUL_INLINE uint32_t crc_ymm(uint32_t reg, const uint8_t *p, size_t n) {
     static_assert(N >= 1 && 4 * N <= fold_max_dist, "unsupported accumulator count");
     const unsigned r = static_cast<unsigned>(n & 15);
     const uint8_t *q = p + r;
     size_t m = n >> 4; /* full blocks, > 2N */
     __m128i head;
     __m128i b0 = first_block(reg, p, r, &head);
-    if (r)
-        b0 = _mm_xor_si128(b0, fold16(head, fold_k(1)));
+    if (r) b0 = _mm_xor_si128(b0, fold16(head, fold_k(1)));
 
     __m256i acc[N];
     /* acc[0] = blocks 0 and 1, with block 0 replaced by the seeded b0. */
@@ -148,18 +148,14 @@ UROCE_VCLMUL_INLINE uint32_t crc_ymm(uint32_t reg, const uint8_t *p, size_t n)
 } // namespace
 } // namespace crc32_detail
 
-__attribute__((target("avx2,vpclmulqdq,pclmul"))) uint32_t crc32_update_vclmul(uint32_t reg, const void *data,
-                                                                              size_t len)
-{
+__attribute__((target("avx2,vpclmulqdq,pclmul"))) uint32_t
+crc32_update_vclmul(uint32_t reg, const void *data, size_t len) {
     using namespace crc32_detail;
     constexpr unsigned N = UROCE_VCLMUL_ACCS;
     const uint8_t *p = static_cast<const uint8_t *>(data);
-    if (len < 16)
-        return crc_short(reg, p, len);
-    if (len < UROCE_VCLMUL_YMM_MIN)
-        return crc_xmm_short<false>(reg, p, nullptr, len);
-    if (len < UROCE_VCLMUL_LOOP_MIN)
-        return crc_ymm_short(reg, p, len);
+    if (len < 16) return crc_short(reg, p, len);
+    if (len < UROCE_VCLMUL_YMM_MIN) return crc_xmm_short<false>(reg, p, nullptr, len);
+    if (len < UROCE_VCLMUL_LOOP_MIN) return crc_ymm_short(reg, p, len);
     return crc_ymm<N>(reg, p, len);
 }
 

@@ -26,17 +26,18 @@ using crc32_detail::poly_reflected;
 
 /* Header field offsets (IBTA A17.3.3 masked fields; RFC 791, RFC 8200, RFC 768,
  * IBTA 9.2 BTH). Kept local on purpose: lib/wire is a separate component. */
-constexpr unsigned ipv4_tos_off = 1;       /* DSCP + ECN */
+constexpr unsigned ipv4_tos_off = 1; /* DSCP + ECN */
 constexpr unsigned ipv4_ttl_off = 8;
-constexpr unsigned ipv4_csum_off = 10;     /* 2 bytes */
+constexpr unsigned ipv4_csum_off = 10; /* 2 bytes */
 constexpr unsigned ipv6_hdr_len = 40;
-constexpr unsigned ipv6_hop_limit_off = 7; /* bytes 0 (low nibble) .. 3: traffic class + flow label */
+constexpr unsigned ipv6_hop_limit_off =
+    7; /* bytes 0 (low nibble) .. 3: traffic class + flow label */
 constexpr unsigned udp_hdr_len = 8;
-constexpr unsigned udp_csum_off = 6;       /* 2 bytes */
+constexpr unsigned udp_csum_off = 6; /* 2 bytes */
 constexpr unsigned bth_len = 12;
-constexpr unsigned bth_resv8a_off = 4;     /* FECN, BECN, resv6 */
+constexpr unsigned bth_resv8a_off = 4; /* FECN, BECN, resv6 */
 
-constexpr unsigned buf_max = 256; /* one-call packets; mask table width */
+constexpr unsigned buf_max = 256;                        /* one-call packets; mask table width */
 constexpr unsigned hdr_max = 60 + udp_hdr_len + bth_len; /* IPv4 IHL=15 */
 static_assert(hdr_max + 16 <= buf_max, "the buffer must hold the largest header");
 
@@ -49,8 +50,7 @@ struct alignas(16) mask_set {
     uint8_t hdr_len[n_layouts];
 };
 
-constexpr mask_set make_masks()
-{
+constexpr mask_set make_masks() {
     mask_set s{};
     for (unsigned ihl = 5; ihl <= 15; ihl++) {
         uint8_t *m = s.m[ihl - 5];
@@ -63,7 +63,7 @@ constexpr mask_set make_masks()
         s.hdr_len[ihl - 5] = static_cast<uint8_t>(ip_len + udp_hdr_len + bth_len);
     }
     uint8_t *m = s.m[ipv6_layout];
-    m[0] = 0x0F; /* low nibble of byte 0: traffic class bits 7..4 */
+    m[0] = 0x0F;               /* low nibble of byte 0: traffic class bits 7..4 */
     m[1] = m[2] = m[3] = 0xFF; /* traffic class bits 3..0, flow label */
     m[ipv6_hop_limit_off] = 0xFF;
     m[ipv6_hdr_len + udp_csum_off] = m[ipv6_hdr_len + udp_csum_off + 1] = 0xFF;
@@ -75,8 +75,7 @@ constexpr mask_set make_masks()
 alignas(64) constexpr mask_set masks = make_masks();
 
 /* Raw register after 8 x 0xFF from ~0: the ICRC seed. */
-constexpr uint32_t seed_from_prefix()
-{
+constexpr uint32_t seed_from_prefix() {
     uint32_t reg = ~0u;
     for (int i = 0; i < 8; i++) {
         reg ^= 0xFFu;
@@ -87,24 +86,20 @@ constexpr uint32_t seed_from_prefix()
 }
 static_assert(seed_from_prefix() == icrc_seed, "ICRC seed must be the register after 8 x 0xFF");
 
-inline unsigned layout_of(const uint8_t *ip)
-{
-    if ((ip[0] >> 4) == 6)
-        return ipv6_layout;
+inline unsigned layout_of(const uint8_t *ip) {
+    if ((ip[0] >> 4) == 6) return ipv6_layout;
     const unsigned ihl = ip[0] & 0x0Fu;
     return ihl < 5 ? 0 : ihl - 5; /* IHL < 5 is malformed; mask as if 5 */
 }
 
 /* Runts and other odd cases: byte-wise, correct but not fast. */
-[[gnu::noinline]] uint32_t begin_slow(const uint8_t *src, size_t len, const uint8_t *mask)
-{
+[[gnu::noinline]] uint32_t begin_slow(const uint8_t *src, size_t len, const uint8_t *mask) {
     uint8_t buf[buf_max] = {};
     const size_t n = std::min<size_t>(len, buf_max);
     for (size_t i = 0; i < n; i++)
         buf[i] = src[i] | mask[i];
     uint32_t reg = crc32_update(icrc_seed, buf, n);
-    if (len > n)
-        reg = crc32_update(reg, src + n, len - n);
+    if (len > n) reg = crc32_update(reg, src + n, len - n);
     return reg;
 }
 
@@ -116,8 +111,8 @@ namespace {
  * address does not depend on the packet's first byte: the mask loads can
  * then issue before that byte arrives (a predicted branch, not a data
  * dependency). */
-[[gnu::always_inline]] inline icrc_state begin_layout(const uint8_t *src, size_t len, unsigned layout)
-{
+[[gnu::always_inline]] inline icrc_state begin_layout(const uint8_t *src, size_t len,
+                                                      unsigned layout) {
     const uint8_t *mask = masks.m[layout];
     const unsigned hdr = masks.hdr_len[layout];
     if (len < hdr) [[unlikely]]
@@ -127,29 +122,27 @@ namespace {
      * rounded up to whole 16-byte blocks (48, 64 or 80 bytes). */
     const size_t n0 = len <= buf_max ? len : (hdr + 15u) & ~15u;
     uint32_t reg = crc32_detail::crc32_update_masked(icrc_seed, src, mask, n0);
-    if (len > n0)
-        reg = crc32_update(reg, src + n0, len - n0);
+    if (len > n0) reg = crc32_update(reg, src + n0, len - n0);
     return {reg};
 }
 
 } // namespace
 
-icrc_state icrc_begin(const void *ip_hdr, size_t len)
-{
+icrc_state icrc_begin(const void *ip_hdr, size_t len) {
     const uint8_t *src = static_cast<const uint8_t *>(ip_hdr);
     if (len == 0) [[unlikely]]
         return {icrc_seed};
     if (src[0] == 0x45) [[likely]] /* IPv4 without options */
         return begin_layout(src, len, 0);
-    if ((src[0] >> 4) == 6)
-        return begin_layout(src, len, ipv6_layout);
+    if ((src[0] >> 4) == 6) return begin_layout(src, len, ipv6_layout);
     return begin_layout(src, len, layout_of(src));
 }
 
-uint32_t icrc_compute(const void *ip_hdr, size_t len) { return icrc_finish(icrc_begin(ip_hdr, len)); }
+uint32_t icrc_compute(const void *ip_hdr, size_t len) {
+    return icrc_finish(icrc_begin(ip_hdr, len));
+}
 
-uint32_t icrc_compute_mbuf(const struct rte_mbuf *m, uint32_t l3_offset, uint32_t icrc_offset)
-{
+uint32_t icrc_compute_mbuf(const struct rte_mbuf *m, uint32_t l3_offset, uint32_t icrc_offset) {
     icrc_offset = std::min(icrc_offset, m->pkt_len);
     l3_offset = std::min(l3_offset, icrc_offset);
     uint32_t remaining = icrc_offset - l3_offset;
@@ -161,8 +154,7 @@ uint32_t icrc_compute_mbuf(const struct rte_mbuf *m, uint32_t l3_offset, uint32_
         off -= seg->data_len;
         seg = seg->next;
     }
-    if (!seg || remaining == 0)
-        return icrc_finish(icrc_state{icrc_seed});
+    if (!seg || remaining == 0) return icrc_finish(icrc_state{icrc_seed});
 
     icrc_state st;
     const uint8_t *ip = rte_pktmbuf_mtod_offset(seg, const uint8_t *, off);

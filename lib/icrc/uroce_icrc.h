@@ -51,9 +51,13 @@ struct icrc_state {
  * IP version is treated as IPv4. */
 icrc_state icrc_begin(const void *ip_hdr, size_t contiguous_len);
 
-static inline void icrc_update(icrc_state &s, const void *p, size_t n) { s.reg = crc32_update(s.reg, p, n); }
+static inline void icrc_update(icrc_state &s, const void *p, size_t n) {
+    s.reg = crc32_update(s.reg, p, n);
+}
 
-static inline uint32_t icrc_finish(const icrc_state &s) { return ~s.reg; }
+static inline uint32_t icrc_finish(const icrc_state &s) {
+    return ~s.reg;
+}
 
 /* Over an rte_mbuf chain: l3_offset = offset of the IP header from the start
  * of the packet, icrc_offset = offset of the ICRC field (pkt_len - 4 for a
@@ -63,8 +67,7 @@ static inline uint32_t icrc_finish(const icrc_state &s) { return ~s.reg; }
 uint32_t icrc_compute_mbuf(const struct rte_mbuf *m, uint32_t l3_offset, uint32_t icrc_offset);
 
 /* The ICRC as stored on the wire (little-endian). */
-static inline uint32_t icrc_read_wire(const void *icrc_field)
-{
+static inline uint32_t icrc_read_wire(const void *icrc_field) {
     uint32_t v;
     std::memcpy(&v, icrc_field, sizeof(v));
 #if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
@@ -74,8 +77,7 @@ static inline uint32_t icrc_read_wire(const void *icrc_field)
 }
 
 /* Store an ICRC value in wire order. */
-static inline void icrc_write_wire(void *icrc_field, uint32_t icrc)
-{
+static inline void icrc_write_wire(void *icrc_field, uint32_t icrc) {
 #if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
     icrc = __builtin_bswap32(icrc);
 #endif

@@ -179,7 +179,8 @@ static bool scatter(qp *q, send_wqe &w, uint64_t off, const roce_packet &p, rte_
                     uint32_t len) {
     uint32_t i0 = 0;
     uint64_t off0 = off;
-    while (i0 < w.num_sge && off0 >= w.sg[i0].length) off0 -= w.sg[i0++].length;
+    while (i0 < w.num_sge && off0 >= w.sg[i0].length)
+        off0 -= w.sg[i0++].length;
     /* check first, then copy: a failure writes nothing */
     for (int pass = 0; pass < 2; ++pass) {
         uint32_t i = i0, done = 0;
@@ -189,8 +190,8 @@ static bool scatter(qp *q, send_wqe &w, uint64_t off, const roce_packet &p, rte_
             uint32_t c = avail < len - done ? uint32_t(avail) : len - done;
             if (pass == 0) {
                 mr *mm;
-                if (mr_check(q->dev->mrs(), w.sg[i].lkey, q->pd, access_local_write, w.sg[i].addr + o,
-                             c, &mm) != mr_status::ok)
+                if (mr_check(q->dev->mrs(), w.sg[i].lkey, q->pd, access_local_write,
+                             w.sg[i].addr + o, c, &mm) != mr_status::ok)
                     return false;
             } else {
                 pkt_copy_payload(p, m, done, reinterpret_cast<uint8_t *>(w.sg[i].addr) + o, c);
@@ -334,7 +335,8 @@ void comp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
         bool first = psn == w.first_psn;
         bool last = psn == w.last_psn;
         uint64_t expect = last ? w.length - off : q->mtu;
-        bool op_ok = first ? (last ? info.has(op_flag::only) : info.has(op_flag::first) && !info.has(op_flag::last))
+        bool op_ok = first ? (last ? info.has(op_flag::only)
+                                   : info.has(op_flag::first) && !info.has(op_flag::last))
                            : (last ? info.has(op_flag::last) && !info.has(op_flag::first)
                                    : info.has(op_flag::middle));
         if (!op_ok || p.payload_len != expect) {
@@ -362,8 +364,8 @@ void comp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
         }
         uint64_t orig = p.atomic_ack_eth()->orig();
         mr *mm;
-        if (mr_check(q->dev->mrs(), w.sg[0].lkey, q->pd, access_local_write, w.sg[0].addr, 8, &mm) !=
-            mr_status::ok) {
+        if (mr_check(q->dev->mrs(), w.sg[0].lkey, q->pd, access_local_write, w.sg[0].addr, 8,
+                     &mm) != mr_status::ok) {
             complete_error(q, wc_status::loc_prot_err);
             return;
         }

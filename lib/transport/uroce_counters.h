@@ -90,8 +90,7 @@ inline constexpr counter_desc dev_counter_table[] = {
 #undef UROCE_X
 };
 
-template <class C>
-static inline uint64_t counter_value(const C &c, const counter_desc &d) {
+template <class C> static inline uint64_t counter_value(const C &c, const counter_desc &d) {
     return *reinterpret_cast<const uint64_t *>(reinterpret_cast<const char *>(&c) + d.offset);
 }
 

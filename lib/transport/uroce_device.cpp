@@ -92,9 +92,9 @@ pd *device::alloc_pd() {
     return pds_.back().get();
 }
 
-template <class T>
-static bool erase_owned(std::vector<std::unique_ptr<T>> &v, T *obj) {
-    auto it = std::find_if(v.begin(), v.end(), [obj](const std::unique_ptr<T> &u) { return u.get() == obj; });
+template <class T> static bool erase_owned(std::vector<std::unique_ptr<T>> &v, T *obj) {
+    auto it = std::find_if(v.begin(), v.end(),
+                           [obj](const std::unique_ptr<T> &u) { return u.get() == obj; });
     if (it == v.end()) return false;
     v.erase(it);
     return true;
@@ -110,8 +110,8 @@ mr *device::reg_mr(pd *p, void *addr, size_t len, unsigned access, verbs_error *
         if (err) *err = e;
         return nullptr;
     };
-    const unsigned known = access_local_write | access_remote_write | access_remote_read |
-                           access_remote_atomic;
+    const unsigned known =
+        access_local_write | access_remote_write | access_remote_read | access_remote_atomic;
     if (access & ~known) return fail(verbs_error::inval);
     /* IBTA 10.6.3.1 / ibv_reg_mr(3): remote write or atomic needs local write. */
     if ((access & (access_remote_write | access_remote_atomic)) && !(access & access_local_write))

@@ -15,7 +15,8 @@ void mr_table::init(uint32_t max_mr, uint64_t seed) {
     slots_.assign(size_t(max_mr) + 1, nullptr);
     last_byte_.assign(size_t(max_mr) + 1, 0);
     free_.clear();
-    for (uint32_t i = max_mr; i >= 1; --i) free_.push_back(i);
+    for (uint32_t i = max_mr; i >= 1; --i)
+        free_.push_back(i);
     rng_ = seed;
 }
 

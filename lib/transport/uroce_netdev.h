@@ -25,8 +25,8 @@ struct rte_mbuf;
 namespace uroce {
 
 struct netdev_caps {
-    uint32_t max_frame_len = 1514;    /* largest frame tx_burst accepts (FCS excluded) */
-    bool ipv4_csum_offload = false;   /* NIC fills the IPv4 header checksum */
+    uint32_t max_frame_len = 1514;  /* largest frame tx_burst accepts (FCS excluded) */
+    bool ipv4_csum_offload = false; /* NIC fills the IPv4 header checksum */
 };
 
 class netdev {

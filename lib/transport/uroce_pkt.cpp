@@ -59,8 +59,10 @@ void make_hdr_template(hdr_template &t, const roce_path &path, bool csum_offload
 
 static inline uint16_t ipv4_csum(const uint8_t *h) {
     uint32_t sum = 0;
-    for (int i = 0; i < 20; i += 2) sum += (uint32_t(h[i]) << 8) | h[i + 1];
-    while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+    for (int i = 0; i < 20; i += 2)
+        sum += (uint32_t(h[i]) << 8) | h[i + 1];
+    while (sum >> 16)
+        sum = (sum & 0xffff) + (sum >> 16);
     return uint16_t(~sum);
 }
 
@@ -71,14 +73,14 @@ static inline uint32_t crc_masked_headers(uint32_t reg, const uint8_t *l3, unsig
     unsigned n = l3_len + sizeof(udp_hdr) + sizeof(bth);
     std::memcpy(tmp, l3, n);
     if (l3_len == sizeof(ipv4_hdr)) {
-        tmp[1] = 0xff;                /* TOS */
-        tmp[8] = 0xff;                /* TTL */
-        tmp[10] = tmp[11] = 0xff;     /* header checksum */
+        tmp[1] = 0xff;            /* TOS */
+        tmp[8] = 0xff;            /* TTL */
+        tmp[10] = tmp[11] = 0xff; /* header checksum */
     } else {
-        tmp[0] |= 0x0f;               /* traffic class (low nibble of byte 0 ...) */
-        tmp[1] = 0xff;                /* ... and the flow label */
+        tmp[0] |= 0x0f; /* traffic class (low nibble of byte 0 ...) */
+        tmp[1] = 0xff;  /* ... and the flow label */
         tmp[2] = tmp[3] = 0xff;
-        tmp[7] = 0xff;                /* hop limit */
+        tmp[7] = 0xff; /* hop limit */
     }
     tmp[l3_len + 6] = tmp[l3_len + 7] = 0xff; /* UDP checksum */
     tmp[l3_len + sizeof(udp_hdr) + 4] = 0xff; /* BTH resv8a (FECN, BECN) */
@@ -164,7 +166,8 @@ rte_mbuf *pkt_build(rte_mempool *pool, const hdr_template &t, const bth_fields &
             ip->set_checksum(ipv4_csum(l3));
         }
     } else {
-        reinterpret_cast<ipv6_hdr *>(l3)->set_payload_length(uint16_t(l3_payload - sizeof(ipv6_hdr)));
+        reinterpret_cast<ipv6_hdr *>(l3)->set_payload_length(
+            uint16_t(l3_payload - sizeof(ipv6_hdr)));
     }
     m->l2_len = t.l2_len;
     m->l3_len = t.l3_len;
@@ -223,7 +226,8 @@ rte_mbuf *pkt_build(rte_mempool *pool, const hdr_template &t, const bth_fields &
         } else {
             uint64_t off = src->offset;
             uint32_t i = 0;
-            while (i < src->num_sge && off >= src->sg[i].length) off -= src->sg[i++].length;
+            while (i < src->num_sge && off >= src->sg[i].length)
+                off -= src->sg[i++].length;
             uint32_t left = payload_len;
             while (left && i < src->num_sge) {
                 uint64_t avail = src->sg[i].length - off;

@@ -11,8 +11,12 @@ namespace uroce {
 
 inline constexpr uint32_t psn_mask = 0xffffff;
 
-static inline constexpr uint32_t psn_add(uint32_t psn, uint32_t n) { return (psn + n) & psn_mask; }
-static inline constexpr uint32_t psn_sub(uint32_t psn, uint32_t n) { return (psn - n) & psn_mask; }
+static inline constexpr uint32_t psn_add(uint32_t psn, uint32_t n) {
+    return (psn + n) & psn_mask;
+}
+static inline constexpr uint32_t psn_sub(uint32_t psn, uint32_t n) {
+    return (psn - n) & psn_mask;
+}
 /* Signed distance a - b in [-2^23, 2^23): > 0 when a is ahead of b. */
 static inline constexpr int32_t psn_diff(uint32_t a, uint32_t b) {
     return int32_t((a - b) << 8) >> 8;

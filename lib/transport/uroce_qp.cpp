@@ -23,9 +23,9 @@ uint64_t local_ack_timeout_ns(uint8_t timeout) {
 /* IBTA 9.7.5.2.8 table 45: RNR NAK timer codes, in units of 10 us (code 0 is 655.36 ms). */
 uint64_t rnr_timer_ns(uint8_t code) {
     static constexpr uint32_t usec_x100[32] = {
-        65536,    1,     2,     3,     4,     6,     8,      12,     16,     24,    32,
-        48,       64,    96,    128,   192,   256,   384,    512,    768,    1024,  1536,
-        2048,     3072,  4096,  6144,  8192,  12288, 16384,  24576,  32768,  49152};
+        65536, 1,    2,    3,    4,    6,     8,     12,    16,    24,   32,
+        48,    64,   96,   128,  192,  256,   384,   512,   768,   1024, 1536,
+        2048,  3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152};
     return uint64_t(usec_x100[code & 31]) * 10000ull;
 }
 
@@ -36,7 +36,9 @@ struct transition_rule {
     unsigned opt[3];
 };
 
-static int type_index(qp_type t) { return t == qp_type::rc ? 0 : t == qp_type::uc ? 1 : 2; }
+static int type_index(qp_type t) {
+    return t == qp_type::rc ? 0 : t == qp_type::uc ? 1 : 2;
+}
 
 static transition_rule rule_for(qp_state cur, qp_state next) {
     using S = qp_state;
@@ -106,9 +108,9 @@ static transition_rule rule_for(qp_state cur, qp_state next) {
         } else if (next == S::sqd) {
             r.valid = true;
             r.opt[0] = qp_attr_pkey_index | qp_attr_av | qp_attr_timeout | qp_attr_retry_cnt |
-                       qp_attr_rnr_retry | qp_attr_max_qp_rd_atomic |
-                       qp_attr_max_dest_rd_atomic | qp_attr_cur_state | qp_attr_alt_path |
-                       qp_attr_access_flags | qp_attr_min_rnr_timer | qp_attr_path_mig_state;
+                       qp_attr_rnr_retry | qp_attr_max_qp_rd_atomic | qp_attr_max_dest_rd_atomic |
+                       qp_attr_cur_state | qp_attr_alt_path | qp_attr_access_flags |
+                       qp_attr_min_rnr_timer | qp_attr_path_mig_state;
             r.opt[1] = qp_attr_pkey_index | qp_attr_av | qp_attr_cur_state | qp_attr_alt_path |
                        qp_attr_access_flags | qp_attr_path_mig_state;
             r.opt[2] = qp_attr_pkey_index | qp_attr_qkey;
@@ -163,9 +165,8 @@ verbs_error qp_init(qp *q, const qp_init_attr &a) {
         q->sq_inline = std::make_unique<uint8_t[]>(size_t(n) * q->cap.max_inline_data);
     for (uint32_t i = 0; i < n; ++i) {
         q->sq[i].sg = &q->sq_sges[size_t(i) * q->cap.max_send_sge];
-        q->sq[i].inline_buf = q->cap.max_inline_data
-                                  ? &q->sq_inline[size_t(i) * q->cap.max_inline_data]
-                                  : nullptr;
+        q->sq[i].inline_buf =
+            q->cap.max_inline_data ? &q->sq_inline[size_t(i) * q->cap.max_inline_data] : nullptr;
     }
     q->sq_mask = n - 1;
     if (!a.srq) q->rq.init(q->cap.max_recv_wr, q->cap.max_recv_sge);
@@ -214,8 +215,8 @@ void qp_flush(qp *q) {
     }
     if (!q->srq) {
         while (!q->rq.empty()) {
-            post_recv_cqe(q, q->rq.front().wr_id, wc_status::wr_flush_err, wc_opcode::recv, 0, 0,
-                          0, 0);
+            post_recv_cqe(q, q->rq.front().wr_id, wc_status::wr_flush_err, wc_opcode::recv, 0, 0, 0,
+                          0);
             q->rq.pop();
         }
     }
@@ -270,7 +271,8 @@ static verbs_error validate_values(qp *q, const qp_attr &a, unsigned mask) {
         (a.qp_access_flags & ~unsigned(access_local_write | access_remote_write |
                                        access_remote_read | access_remote_atomic)))
         return verbs_error::inval;
-    if ((mask & qp_attr_en_sqd_async_notify) && a.en_sqd_async_notify > 1) return verbs_error::inval;
+    if ((mask & qp_attr_en_sqd_async_notify) && a.en_sqd_async_notify > 1)
+        return verbs_error::inval;
     if (mask & (qp_attr_alt_path | qp_attr_path_mig_state)) return verbs_error::notsup;
     if (mask & qp_attr_cap) return verbs_error::inval;
     return verbs_error::ok;

@@ -25,15 +25,15 @@ namespace uroce {
 struct cq;
 
 /* Transport limits (rxe_param.h values where rxe has one). */
-inline constexpr uint32_t max_unacked_psns = 128;  /* requester window */
-inline constexpr uint32_t ack_req_interval = 32;   /* AckReq at least every N packets */
+inline constexpr uint32_t max_unacked_psns = 128; /* requester window */
+inline constexpr uint32_t ack_req_interval = 32;  /* AckReq at least every N packets */
 inline constexpr uint32_t max_sge_limit = 32;
 inline constexpr uint32_t max_inline_limit = 512;
 inline constexpr uint32_t max_qp_wr_limit = 16384;
 inline constexpr uint32_t max_rd_atomic_limit = 128;
 inline constexpr uint32_t max_msg_size = 1u << 31;
-inline constexpr uint32_t resp_burst = 64;         /* read-response packets per QP per poll */
-inline constexpr uint32_t req_burst = 64;          /* request packets per QP per poll */
+inline constexpr uint32_t resp_burst = 64; /* read-response packets per QP per poll */
+inline constexpr uint32_t req_burst = 64;  /* request packets per QP per poll */
 
 enum class wqe_state : uint8_t { posted, issued, done, error };
 
@@ -68,10 +68,10 @@ struct rd_resource {
     enum : uint8_t { none, read, atomic } type = none;
     uint32_t first_psn = 0;
     uint32_t last_psn = 0;
-    uint64_t va = 0;      /* READ: original range */
+    uint64_t va = 0; /* READ: original range */
     uint64_t length = 0;
     uint32_t rkey = 0;
-    uint64_t orig = 0;    /* ATOMIC: the value returned (replayed for duplicates) */
+    uint64_t orig = 0; /* ATOMIC: the value returned (replayed for duplicates) */
     uint32_t msn = 0;
     /* output progress (READ stream or pending atomic ACK) */
     bool queued = false;
@@ -100,7 +100,7 @@ struct qp {
     qp_state state = qp_state::reset;
     bool sq_sig_all = false;
     qp_cap cap;
-    qp_attr attr;       /* current attributes (query_qp) */
+    qp_attr attr;        /* current attributes (query_qp) */
     uint32_t mtu = 1024; /* path MTU in bytes */
     roce_path path;
     hdr_template hdr;
@@ -115,9 +115,9 @@ struct qp {
     recv_ring rq;
 
     struct {
-        uint32_t psn = 0;          /* next PSN to send */
-        uint32_t wqe = 0;          /* index of the WQE being sent */
-        uint64_t offset = 0;       /* bytes of it already sent */
+        uint32_t psn = 0;    /* next PSN to send */
+        uint32_t wqe = 0;    /* index of the WQE being sent */
+        uint64_t offset = 0; /* bytes of it already sent */
         uint32_t pkts_since_ack_req = 0;
         uint32_t rd_atomic_outstanding = 0;
         uint32_t max_psn_sent = 0; /* highest PSN ever sent + 1, for counting re-sends */
@@ -126,14 +126,14 @@ struct qp {
     } req;
 
     struct {
-        uint32_t psn = 0;       /* oldest PSN not yet acknowledged */
+        uint32_t psn = 0; /* oldest PSN not yet acknowledged */
         uint8_t retry_left = 0;
         uint8_t rnr_left = 0;
         bool retry_guard = false; /* a NAK/gap retry is under way: ignore more of them */
     } comp;
 
     struct {
-        uint32_t psn = 0;  /* expected PSN */
+        uint32_t psn = 0; /* expected PSN */
         uint32_t msn = 0;
         bool nak_sent = false;
         enum : uint8_t { none, send, write } in_msg = none;
@@ -210,8 +210,12 @@ void post_send_cqe(qp *q, const send_wqe &w, wc_status st);
 void post_recv_cqe(qp *q, uint64_t wr_id, wc_status st, wc_opcode op, uint32_t byte_len,
                    unsigned flags, uint32_t imm, uint32_t src_qp);
 
-static inline send_wqe &sq_at(qp *q, uint32_t idx) { return q->sq[idx & q->sq_mask]; }
-static inline const send_wqe &sq_at(const qp *q, uint32_t idx) { return q->sq[idx & q->sq_mask]; }
+static inline send_wqe &sq_at(qp *q, uint32_t idx) {
+    return q->sq[idx & q->sq_mask];
+}
+static inline const send_wqe &sq_at(const qp *q, uint32_t idx) {
+    return q->sq[idx & q->sq_mask];
+}
 
 } // namespace uroce
 

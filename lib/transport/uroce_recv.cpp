@@ -12,7 +12,8 @@
 namespace uroce {
 
 static inline bool transport_matches(ib_transport t, qp_type q) {
-    return (t == ib_transport::rc && q == qp_type::rc) || (t == ib_transport::uc && q == qp_type::uc) ||
+    return (t == ib_transport::rc && q == qp_type::rc) ||
+           (t == ib_transport::uc && q == qp_type::uc) ||
            (t == ib_transport::ud && q == qp_type::ud);
 }
 
@@ -30,7 +31,8 @@ void device::rx_one(rte_mbuf *m) {
         return;
     }
     if (p.info->transport == ib_transport::cnp) return; /* congestion control: not in this issue */
-    gid dst = p.ip_version == 4 ? gid::from_ipv4(p.ipv4()->dst_addr()) : gid::from_bytes(p.ipv6()->dst);
+    gid dst =
+        p.ip_version == 4 ? gid::from_ipv4(p.ipv4()->dst_addr()) : gid::from_bytes(p.ipv6()->dst);
     if (!has_gid(dst)) {
         ++cnt_.rx_not_ours;
         return;

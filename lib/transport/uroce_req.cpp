@@ -46,7 +46,8 @@ static verbs_error check_wr(const qp *q, const send_wr *wr, uint64_t *len_out) {
     if (wr->num_sge < 0 || uint32_t(wr->num_sge) > q->cap.max_send_sge) return verbs_error::inval;
     if (wr->num_sge > 0 && !wr->sg_list) return verbs_error::inval;
     uint64_t len = 0;
-    for (int i = 0; i < wr->num_sge; ++i) len += wr->sg_list[i].length;
+    for (int i = 0; i < wr->num_sge; ++i)
+        len += wr->sg_list[i].length;
     if (len > max_msg_size) return verbs_error::inval;
     if (wr->send_flags & send_inline) {
         if (is_rd_atomic(wr->opcode) || len > q->cap.max_inline_data) return verbs_error::inval;
@@ -111,7 +112,8 @@ verbs_error req_post_send(qp *q, send_wr *wr, send_wr **bad_wr) {
             w.num_sge = 0;
         } else {
             w.num_sge = uint32_t(wr->num_sge);
-            for (int i = 0; i < wr->num_sge; ++i) w.sg[i] = wr->sg_list[i];
+            for (int i = 0; i < wr->num_sge; ++i)
+                w.sg[i] = wr->sg_list[i];
         }
         ++q->sq_head;
     }
@@ -128,7 +130,9 @@ verbs_error req_post_send(qp *q, send_wr *wr, send_wr **bad_wr) {
  * covering it; READ and atomic results are written, so they need local write. */
 static bool check_local(qp *q, send_wqe &w) {
     if (w.is_inline) return true;
-    unsigned need = (w.opcode == wr_opcode::rdma_read || is_atomic(w.opcode)) ? unsigned(access_local_write) : 0u;
+    unsigned need = (w.opcode == wr_opcode::rdma_read || is_atomic(w.opcode))
+                        ? unsigned(access_local_write)
+                        : 0u;
     for (uint32_t i = 0; i < w.num_sge; ++i) {
         if (w.sg[i].length == 0) continue;
         mr *m;
@@ -145,12 +149,14 @@ static bool check_local(qp *q, send_wqe &w) {
 static bool local_range_ok(qp *q, const send_wqe &w, uint64_t off, uint64_t len) {
     if (w.is_inline || len == 0) return true;
     uint32_t i = 0;
-    while (i < w.num_sge && off >= w.sg[i].length) off -= w.sg[i++].length;
+    while (i < w.num_sge && off >= w.sg[i].length)
+        off -= w.sg[i++].length;
     while (len && i < w.num_sge) {
         uint64_t c = w.sg[i].length - off;
         if (c > len) c = len;
         mr *m;
-        if (mr_check(q->dev->mrs(), w.sg[i].lkey, q->pd, 0, w.sg[i].addr + off, c, &m) != mr_status::ok)
+        if (mr_check(q->dev->mrs(), w.sg[i].lkey, q->pd, 0, w.sg[i].addr + off, c, &m) !=
+            mr_status::ok)
             return false;
         len -= c;
         off = 0;
@@ -276,7 +282,7 @@ static bool send_one(qp *q, send_wqe &w) {
         npsn = rem == 0 ? 1 : uint32_t((rem + q->mtu - 1) / q->mtu);
     } else if (is_atomic(w.opcode)) {
         b.opcode = to_u8(w.opcode == wr_opcode::atomic_cmp_and_swp ? ib_opcode::rc_compare_swap
-                                                                    : ib_opcode::rc_fetch_add);
+                                                                   : ib_opcode::rc_fetch_add);
         x.va = w.remote_addr;
         x.rkey = w.rkey;
         x.swap_add = w.opcode == wr_opcode::atomic_cmp_and_swp ? w.swap : w.compare_add;

@@ -32,7 +32,8 @@ void resp_reset(qp *q) {
     r.ack_pending = false;
     r.res_next = 0;
     r.outq_head = r.outq_tail = 0;
-    for (uint32_t i = 0; i < r.nres; ++i) r.res[i] = rd_resource{};
+    for (uint32_t i = 0; i < r.nres; ++i)
+        r.res[i] = rd_resource{};
 }
 
 bool resp_has_work(const qp *q) {
@@ -43,7 +44,8 @@ static void set_ack(qp *q, uint8_t syndrome, uint32_t psn) {
     /* One ACK/NAK per burst covers everything before it. A pending NAK is
      * replaced only by a response for its PSN or later (the lost packet has
      * arrived since); a re-ACK for a duplicate must not hide it. */
-    if (q->resp.ack_pending && aeth_syndrome::type(q->resp.ack_syndrome) != aeth_syndrome::type_ack &&
+    if (q->resp.ack_pending &&
+        aeth_syndrome::type(q->resp.ack_syndrome) != aeth_syndrome::type_ack &&
         psn_diff(psn, q->resp.ack_psn) < 0)
         return;
     q->resp.ack_pending = true;
@@ -86,12 +88,17 @@ static void nak_fatal(qp *q, uint8_t nak_code, uint32_t psn) {
         ++q->cnt.op_naks_sent;
         break;
     }
-    if (q->type == qp_type::rc) send_ack_pkt(q, aeth_syndrome::make_nak(nak_code), psn, q->resp.msn);
+    if (q->type == qp_type::rc)
+        send_ack_pkt(q, aeth_syndrome::make_nak(nak_code), psn, q->resp.msn);
     qp_to_error(q);
 }
 
-static recv_ring *recv_queue(qp *q) { return q->srq ? &q->srq->rq : &q->rq; }
-static const pd *recv_pd(qp *q) { return q->srq ? q->srq->pd : q->pd; }
+static recv_ring *recv_queue(qp *q) {
+    return q->srq ? &q->srq->rq : &q->rq;
+}
+static const pd *recv_pd(qp *q) {
+    return q->srq ? q->srq->pd : q->pd;
+}
 
 static bool get_recv_wqe(qp *q) {
     auto &r = q->resp;
@@ -102,7 +109,8 @@ static bool get_recv_wqe(qp *q) {
     r.wqe_id = w.wr_id;
     r.wqe_num_sge = w.num_sge;
     r.wqe_len = w.length;
-    for (uint32_t i = 0; i < w.num_sge; ++i) r.wqe_sg[i] = w.sg[i];
+    for (uint32_t i = 0; i < w.num_sge; ++i)
+        r.wqe_sg[i] = w.sg[i];
     rq->pop();
     r.have_wqe = true;
     r.recv_off = 0;
@@ -118,7 +126,8 @@ static put_status recv_put(qp *q, uint64_t off, const uint8_t *flat, const roce_
     auto &r = q->resp;
     if (off + len > r.wqe_len) return put_status::length;
     uint32_t i = 0;
-    while (i < r.wqe_num_sge && off >= r.wqe_sg[i].length) off -= r.wqe_sg[i++].length;
+    while (i < r.wqe_num_sge && off >= r.wqe_sg[i].length)
+        off -= r.wqe_sg[i++].length;
     uint32_t done = 0;
     while (done < len && i < r.wqe_num_sge) {
         const sge &s = r.wqe_sg[i];
@@ -153,7 +162,8 @@ static rd_resource *alloc_res(qp *q) {
         uint32_t keep = r.outq_tail;
         uint16_t idx = uint16_t(res - r.res.get());
         for (uint32_t i = r.outq_tail; i != r.outq_head; ++i)
-            if (r.outq[i & r.outq_mask] != idx) r.outq[(keep++) & r.outq_mask] = r.outq[i & r.outq_mask];
+            if (r.outq[i & r.outq_mask] != idx)
+                r.outq[(keep++) & r.outq_mask] = r.outq[i & r.outq_mask];
         r.outq_head = keep;
         res->queued = false;
     }
@@ -194,7 +204,8 @@ static void duplicate(qp *q, const roce_packet &p) {
     ++q->cnt.dup_requests;
     if (info.has_any(op_flag::send | op_flag::write)) {
         /* C9-105: a duplicate SEND/WRITE is acknowledged, never executed again. */
-        set_ack(q, aeth_syndrome::make_ack(aeth_syndrome::ack_unlimited_credits), psn_sub(r.psn, 1));
+        set_ack(q, aeth_syndrome::make_ack(aeth_syndrome::ack_unlimited_credits),
+                psn_sub(r.psn, 1));
         return;
     }
     if (info.has(op_flag::read)) {
@@ -372,12 +383,14 @@ void resp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
         }
         put_status st = recv_put(q, r.recv_off, nullptr, &p, m, 0, p.payload_len);
         if (st != put_status::ok) {
-            wc_status ws = st == put_status::length ? wc_status::loc_len_err : wc_status::loc_prot_err;
+            wc_status ws =
+                st == put_status::length ? wc_status::loc_len_err : wc_status::loc_prot_err;
             post_recv_cqe(q, r.wqe_id, ws, wc_opcode::recv, 0, 0, 0, 0);
             r.have_wqe = false;
             if (rc) {
-                nak_fatal(q, st == put_status::length ? aeth_syndrome::nak_invalid_request
-                                                      : aeth_syndrome::nak_remote_op_error,
+                nak_fatal(q,
+                          st == put_status::length ? aeth_syndrome::nak_invalid_request
+                                                   : aeth_syndrome::nak_remote_op_error,
                           psn);
             } else {
                 r.uc_drop = true;
@@ -400,7 +413,8 @@ void resp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
                  * this PD stops working. */
                 mr *mm = q->dev->mrs().lookup(ie->rkey());
                 if (!mm || mm->pd != q->pd) {
-                    post_recv_cqe(q, r.wqe_id, wc_status::rem_inv_req_err, wc_opcode::recv, 0, 0, 0, 0);
+                    post_recv_cqe(q, r.wqe_id, wc_status::rem_inv_req_err, wc_opcode::recv, 0, 0, 0,
+                                  0);
                     r.have_wqe = false;
                     nak_fatal(q, aeth_syndrome::nak_invalid_request, psn);
                     return;
@@ -615,10 +629,9 @@ unsigned resp_process(qp *q, unsigned budget) {
             bool first = res.cur_psn == res.first_psn;
             bool last = res.cur_psn == res.last_psn;
             using O = ib_opcode;
-            b.opcode = to_u8(first ? (last ? O::rc_rdma_read_response_only
-                                           : O::rc_rdma_read_response_first)
-                                   : (last ? O::rc_rdma_read_response_last
-                                           : O::rc_rdma_read_response_middle));
+            b.opcode = to_u8(
+                first ? (last ? O::rc_rdma_read_response_only : O::rc_rdma_read_response_first)
+                      : (last ? O::rc_rdma_read_response_last : O::rc_rdma_read_response_middle));
             payload_src src;
             if (len) {
                 /* the MR may have gone since the request: check again */

@@ -9,7 +9,8 @@ void recv_ring::init(uint32_t max_wr, uint32_t max_sge) {
     uint32_t n = std::bit_ceil(max_wr < 1 ? 1u : max_wr);
     slots_ = std::make_unique<recv_wqe[]>(n);
     sges_ = std::make_unique<sge[]>(size_t(n) * max_sge);
-    for (uint32_t i = 0; i < n; ++i) slots_[i].sg = &sges_[size_t(i) * max_sge];
+    for (uint32_t i = 0; i < n; ++i)
+        slots_[i].sg = &sges_[size_t(i) * max_sge];
     mask_ = n - 1;
     max_wr_ = max_wr;
     max_sge_ = max_sge;

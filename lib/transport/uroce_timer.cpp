@@ -52,10 +52,11 @@ unsigned timer_wheel::advance(uint64_t now_ns) {
             if (t->expire_tick <= now_tick) {
                 cancel(*t);
                 ++fired;
-                t->fn(t->arg); /* may re-arm t or others */
+                t->fn(t->arg);    /* may re-arm t or others */
                 next = head.next; /* the list may have changed: rescan this slot */
                 /* skip entries not yet due */
-                while (next != &head && next->expire_tick > now_tick) next = next->next;
+                while (next != &head && next->expire_tick > now_tick)
+                    next = next->next;
             }
             t = next;
         }

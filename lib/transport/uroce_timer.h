@@ -23,7 +23,7 @@ struct timer_node {
 
 class timer_wheel {
   public:
-    static constexpr unsigned tick_shift = 10; /* 1 tick = 1024 ns */
+    static constexpr unsigned tick_shift = 10;  /* 1 tick = 1024 ns */
     static constexpr unsigned num_slots = 4096; /* one revolution ~ 4.2 ms */
 
     timer_wheel();

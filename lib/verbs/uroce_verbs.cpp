@@ -12,27 +12,49 @@ namespace uroce {
 
 const char *verbs_error_str(verbs_error e) {
     switch (e) {
-    case verbs_error::ok: return "ok";
-    case verbs_error::perm: return "EPERM";
-    case verbs_error::noent: return "ENOENT";
-    case verbs_error::again: return "EAGAIN";
-    case verbs_error::nomem: return "ENOMEM";
-    case verbs_error::busy: return "EBUSY";
-    case verbs_error::inval: return "EINVAL";
-    case verbs_error::notsup: return "EOPNOTSUPP";
+    case verbs_error::ok:
+        return "ok";
+    case verbs_error::perm:
+        return "EPERM";
+    case verbs_error::noent:
+        return "ENOENT";
+    case verbs_error::again:
+        return "EAGAIN";
+    case verbs_error::nomem:
+        return "ENOMEM";
+    case verbs_error::busy:
+        return "EBUSY";
+    case verbs_error::inval:
+        return "EINVAL";
+    case verbs_error::notsup:
+        return "EOPNOTSUPP";
     }
     return "unknown";
 }
 
 const char *wc_status_str(wc_status s) {
-    static const char *const names[] = {
-        "success", "local length error", "local QP operation error", "local EE context operation error",
-        "local protection error", "Work Request Flushed Error", "memory management operation error",
-        "bad response error", "local access error", "remote invalid request error",
-        "remote access error", "remote operation error", "transport retry counter exceeded",
-        "RNR retry counter exceeded", "local RDD violation error", "remote invalid RD request",
-        "aborted error", "invalid EE context number", "invalid EE context state",
-        "fatal error", "response timeout error", "general error"};
+    static const char *const names[] = {"success",
+                                        "local length error",
+                                        "local QP operation error",
+                                        "local EE context operation error",
+                                        "local protection error",
+                                        "Work Request Flushed Error",
+                                        "memory management operation error",
+                                        "bad response error",
+                                        "local access error",
+                                        "remote invalid request error",
+                                        "remote access error",
+                                        "remote operation error",
+                                        "transport retry counter exceeded",
+                                        "RNR retry counter exceeded",
+                                        "local RDD violation error",
+                                        "remote invalid RD request",
+                                        "aborted error",
+                                        "invalid EE context number",
+                                        "invalid EE context state",
+                                        "fatal error",
+                                        "response timeout error",
+                                        "general error"};
     unsigned i = unsigned(s);
     return i < sizeof(names) / sizeof(names[0]) ? names[i] : "unknown";
 }
@@ -43,8 +65,7 @@ const char *qp_state_str(qp_state s) {
     return i < 7 ? names[i] : "UNKNOWN";
 }
 
-template <class T>
-static T *set_err(verbs_error *err, verbs_error e) {
+template <class T> static T *set_err(verbs_error *err, verbs_error e) {
     if (err) *err = e;
     return nullptr;
 }
@@ -101,21 +122,31 @@ pd *alloc_pd(context *ctx, verbs_error *err) {
     if (err) *err = verbs_error::ok;
     return ctx->alloc_pd();
 }
-verbs_error dealloc_pd(pd *p) { return p ? p->dev->dealloc_pd(p) : verbs_error::inval; }
+verbs_error dealloc_pd(pd *p) {
+    return p ? p->dev->dealloc_pd(p) : verbs_error::inval;
+}
 
 mr *reg_mr(pd *p, void *addr, size_t length, unsigned access, verbs_error *err) {
     if (!p || length > max_msg_size) return set_err<mr>(err, verbs_error::inval);
     return p->dev->reg_mr(p, addr, length, access, err);
 }
-verbs_error dereg_mr(mr *m) { return m ? m->dev->dereg_mr(m) : verbs_error::inval; }
-uint32_t mr_lkey(const mr *m) { return m->lkey; }
-uint32_t mr_rkey(const mr *m) { return m->rkey; }
+verbs_error dereg_mr(mr *m) {
+    return m ? m->dev->dereg_mr(m) : verbs_error::inval;
+}
+uint32_t mr_lkey(const mr *m) {
+    return m->lkey;
+}
+uint32_t mr_rkey(const mr *m) {
+    return m->rkey;
+}
 
 cq *create_cq(context *ctx, int cqe, void *cq_context, verbs_error *err) {
     if (!ctx) return set_err<cq>(err, verbs_error::inval);
     return ctx->create_cq(cqe, cq_context, err);
 }
-verbs_error destroy_cq(cq *c) { return c ? c->dev->destroy_cq(c) : verbs_error::inval; }
+verbs_error destroy_cq(cq *c) {
+    return c ? c->dev->destroy_cq(c) : verbs_error::inval;
+}
 int poll_cq(cq *c, int num, wc *out) {
     if (!c || num < 0 || (num && !out)) return -int(EINVAL);
     return cq_poll(c, num, out);
@@ -125,7 +156,9 @@ srq *create_srq(pd *p, const srq_init_attr &attr, verbs_error *err) {
     if (!p) return set_err<srq>(err, verbs_error::inval);
     return p->dev->create_srq(p, attr, err);
 }
-verbs_error destroy_srq(srq *s) { return s ? s->dev->destroy_srq(s) : verbs_error::inval; }
+verbs_error destroy_srq(srq *s) {
+    return s ? s->dev->destroy_srq(s) : verbs_error::inval;
+}
 verbs_error post_srq_recv(srq *s, recv_wr *wr, recv_wr **bad_wr) {
     if (!s) return verbs_error::inval;
     return recv_ring_post(s->rq, wr, bad_wr);
@@ -135,7 +168,9 @@ ah *create_ah(pd *p, const ah_attr &attr, verbs_error *err) {
     if (!p) return set_err<ah>(err, verbs_error::inval);
     return p->dev->create_ah(p, attr, err);
 }
-verbs_error destroy_ah(ah *a) { return a ? a->dev->destroy_ah(a) : verbs_error::inval; }
+verbs_error destroy_ah(ah *a) {
+    return a ? a->dev->destroy_ah(a) : verbs_error::inval;
+}
 
 qp *create_qp(pd *p, const qp_init_attr &attr, verbs_error *err) {
     if (!p) return set_err<qp>(err, verbs_error::inval);
@@ -162,8 +197,12 @@ verbs_error query_qp(qp *q, qp_attr *attr, unsigned /*attr_mask*/, qp_init_attr 
     }
     return verbs_error::ok;
 }
-verbs_error destroy_qp(qp *q) { return q ? q->dev->destroy_qp(q) : verbs_error::inval; }
-uint32_t qp_num(const qp *q) { return q->qpn; }
+verbs_error destroy_qp(qp *q) {
+    return q ? q->dev->destroy_qp(q) : verbs_error::inval;
+}
+uint32_t qp_num(const qp *q) {
+    return q->qpn;
+}
 
 verbs_error post_send(qp *q, send_wr *wr, send_wr **bad_wr) {
     if (!q || !wr) return verbs_error::inval;

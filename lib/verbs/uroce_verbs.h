@@ -136,8 +136,12 @@ const char *qp_state_str(qp_state s);
 enum class qp_type : uint8_t { rc = 2, uc = 3, ud = 4 };
 
 enum class mtu : uint8_t { mtu_256 = 1, mtu_512 = 2, mtu_1024 = 3, mtu_2048 = 4, mtu_4096 = 5 };
-static inline constexpr uint32_t mtu_to_bytes(mtu m) { return 128u << unsigned(m); }
-static inline constexpr bool mtu_valid(mtu m) { return unsigned(m) >= 1 && unsigned(m) <= 5; }
+static inline constexpr uint32_t mtu_to_bytes(mtu m) {
+    return 128u << unsigned(m);
+}
+static inline constexpr bool mtu_valid(mtu m) {
+    return unsigned(m) >= 1 && unsigned(m) <= 5;
+}
 
 /* ibv_qp_attr_mask */
 enum qp_attr_mask : unsigned {
@@ -326,12 +330,12 @@ struct device_attr {
 
 /* Everything a device needs to exist; see uroce_netdev.h for the driver side. */
 struct device_config {
-    netdev *dev = nullptr;            /* the NIC (or memlink port) to send through */
-    rte_mempool *pool = nullptr;      /* pktmbuf pool for TX; data room >= max frame */
-    gid gids[4];                      /* GID table: index 0..num_gids-1 */
+    netdev *dev = nullptr;       /* the NIC (or memlink port) to send through */
+    rte_mempool *pool = nullptr; /* pktmbuf pool for TX; data room >= max frame */
+    gid gids[4];                 /* GID table: index 0..num_gids-1 */
     unsigned num_gids = 0;
-    clock_source *clock = nullptr;    /* nullptr: the TSC */
-    uint64_t seed = 0;                /* key-byte generator seed (0: from the TSC) */
+    clock_source *clock = nullptr; /* nullptr: the TSC */
+    uint64_t seed = 0;             /* key-byte generator seed (0: from the TSC) */
     uint32_t max_qp = 1024;
     uint32_t max_mr = 4096;
     mtu max_mtu = mtu::mtu_4096;

@@ -56,16 +56,15 @@ const int64_t sizes[] = {64, 256, 1024, 4096, 9000};
  * runs at about half speed on this CPU. Each benchmark therefore starts from
  * a clean state, so that every implementation is measured on its own merits
  * and not on which benchmark ran before it (doc/icrc.md). */
-__attribute__((target("avx"))) void vzeroupper_avx() { _mm256_zeroupper(); }
-
-void clean_upper_state()
-{
-    if (__builtin_cpu_supports("avx"))
-        vzeroupper_avx();
+__attribute__((target("avx"))) void vzeroupper_avx() {
+    _mm256_zeroupper();
 }
 
-template <typename F> void run_chained(benchmark::State &st, F &&crc)
-{
+void clean_upper_state() {
+    if (__builtin_cpu_supports("avx")) vzeroupper_avx();
+}
+
+template <typename F> void run_chained(benchmark::State &st, F &&crc) {
     const size_t n = static_cast<size_t>(st.range(0));
     uint32_t c = 0;
     clean_upper_state();
@@ -76,8 +75,7 @@ template <typename F> void run_chained(benchmark::State &st, F &&crc)
     st.SetBytesProcessed(static_cast<int64_t>(st.iterations()) * static_cast<int64_t>(n));
 }
 
-void bm_uroce_path(benchmark::State &st, crc32_path p)
-{
+void bm_uroce_path(benchmark::State &st, crc32_path p) {
     if (!crc32_path_supported(p)) {
         st.SkipWithError("path not supported by this CPU");
         for (auto _ : st) {
@@ -86,39 +84,41 @@ void bm_uroce_path(benchmark::State &st, crc32_path p)
     }
     switch (p) {
     case crc32_path::scalar:
-        run_chained(st, [](uint32_t c, const uint8_t *b, size_t n) { return crc32_update_scalar(c, b, n); });
+        run_chained(st, [](uint32_t c, const uint8_t *b, size_t n) {
+            return crc32_update_scalar(c, b, n);
+        });
         break;
     case crc32_path::clmul:
-        run_chained(st, [](uint32_t c, const uint8_t *b, size_t n) { return crc32_update_clmul(c, b, n); });
+        run_chained(
+            st, [](uint32_t c, const uint8_t *b, size_t n) { return crc32_update_clmul(c, b, n); });
         break;
     case crc32_path::vclmul:
-        run_chained(st, [](uint32_t c, const uint8_t *b, size_t n) { return crc32_update_vclmul(c, b, n); });
+        run_chained(st, [](uint32_t c, const uint8_t *b, size_t n) {
+            return crc32_update_vclmul(c, b, n);
+        });
         break;
     }
 }
 
-void bm_uroce_dispatched(benchmark::State &st)
-{
+void bm_uroce_dispatched(benchmark::State &st) {
     st.SetLabel(crc32_path_name(crc32_active_path()));
     run_chained(st, [](uint32_t c, const uint8_t *b, size_t n) { return crc32_update(c, b, n); });
 }
 
 #if defined(UROCE_HAVE_ISAL)
-void bm_isal(benchmark::State &st)
-{
-    run_chained(st, [](uint32_t c, const uint8_t *b, size_t n) { return crc32_gzip_refl(c, b, n); });
+void bm_isal(benchmark::State &st) {
+    run_chained(st,
+                [](uint32_t c, const uint8_t *b, size_t n) { return crc32_gzip_refl(c, b, n); });
 }
 #endif
 
-void bm_zlib(benchmark::State &st)
-{
+void bm_zlib(benchmark::State &st) {
     run_chained(st, [](uint32_t c, const uint8_t *b, size_t n) {
         return static_cast<uint32_t>(crc32(c, b, static_cast<uInt>(n)));
     });
 }
 
-void bm_dpdk(benchmark::State &st)
-{
+void bm_dpdk(benchmark::State &st) {
     if (!g_eal_ok) {
         st.SkipWithError("EAL init failed");
         for (auto _ : st) {
@@ -133,8 +133,7 @@ void bm_dpdk(benchmark::State &st)
 
 /* --- ICRC --- */
 
-std::vector<uint8_t> from_hex(const char *s)
-{
+std::vector<uint8_t> from_hex(const char *s) {
     std::vector<uint8_t> out;
     for (; s[0] && s[1]; s += 2) {
         if (s[0] == ' ') {
@@ -152,12 +151,12 @@ struct icrc_case {
     std::vector<uint8_t> pkt;
 };
 
-std::vector<icrc_case> make_icrc_cases()
-{
+std::vector<icrc_case> make_icrc_cases() {
     std::vector<icrc_case> v;
     /* research-anchors C5 vector 1: IPv4 UC SEND_ONLY, 60 bytes + ICRC. */
-    v.push_back({"ipv4_send_60B", from_hex("45010040047840004011b4d5c0a80007c0a80007c00012b7002c0000"
-                                           "2460ffff000000d300cf17104630818be28935d90e9a95505401be885e500000")});
+    v.push_back({"ipv4_send_60B",
+                 from_hex("45010040047840004011b4d5c0a80007c0a80007c00012b7002c0000"
+                          "2460ffff000000d300cf17104630818be28935d90e9a95505401be885e500000")});
     /* 64 bytes from the IP header to the ICRC: IPv4 + UDP + BTH + 24 B. */
     std::vector<uint8_t> p64 = v[0].pkt;
     p64.resize(64, 0xab);
@@ -180,16 +179,14 @@ std::vector<icrc_case> make_icrc_cases()
     return v;
 }
 
-const std::vector<icrc_case> &icrc_cases()
-{
+const std::vector<icrc_case> &icrc_cases() {
     static const std::vector<icrc_case> c = make_icrc_cases();
     return c;
 }
 
 /* Dependent calls: the next packet address depends on the previous ICRC
  * (through an opaque zero), i.e. latency per packet. */
-void bm_icrc_latency(benchmark::State &st)
-{
+void bm_icrc_latency(benchmark::State &st) {
     const auto &c = icrc_cases()[static_cast<size_t>(st.range(0))];
     st.SetLabel(c.name);
     const uint32_t zero = g_zero_v;
@@ -199,12 +196,12 @@ void bm_icrc_latency(benchmark::State &st)
         r = icrc_compute(c.pkt.data() + (r & zero), c.pkt.size());
         benchmark::DoNotOptimize(r);
     }
-    st.SetBytesProcessed(static_cast<int64_t>(st.iterations()) * static_cast<int64_t>(c.pkt.size()));
+    st.SetBytesProcessed(static_cast<int64_t>(st.iterations()) *
+                         static_cast<int64_t>(c.pkt.size()));
 }
 
 /* Independent calls (a burst of different packets): throughput per packet. */
-void bm_icrc_throughput(benchmark::State &st)
-{
+void bm_icrc_throughput(benchmark::State &st) {
     const auto &c = icrc_cases()[static_cast<size_t>(st.range(0))];
     st.SetLabel(c.name);
     clean_upper_state();
@@ -212,14 +209,14 @@ void bm_icrc_throughput(benchmark::State &st)
         uint32_t r = icrc_compute(c.pkt.data(), c.pkt.size());
         benchmark::DoNotOptimize(r);
     }
-    st.SetBytesProcessed(static_cast<int64_t>(st.iterations()) * static_cast<int64_t>(c.pkt.size()));
+    st.SetBytesProcessed(static_cast<int64_t>(st.iterations()) *
+                         static_cast<int64_t>(c.pkt.size()));
 }
 
 /* The same over a 3-segment mbuf chain (Ethernet header in front). */
 rte_mempool *g_pool = nullptr;
 
-void bm_icrc_mbuf(benchmark::State &st)
-{
+void bm_icrc_mbuf(benchmark::State &st) {
     if (!g_pool) {
         st.SkipWithError("no mempool");
         for (auto _ : st) {
@@ -249,7 +246,8 @@ void bm_icrc_mbuf(benchmark::State &st)
         uint32_t r = icrc_compute_mbuf(head, 14, icrc_off);
         benchmark::DoNotOptimize(r);
     }
-    st.SetBytesProcessed(static_cast<int64_t>(st.iterations()) * static_cast<int64_t>(c.pkt.size()));
+    st.SetBytesProcessed(static_cast<int64_t>(st.iterations()) *
+                         static_cast<int64_t>(c.pkt.size()));
     rte_pktmbuf_free(head);
 }
 
@@ -263,26 +261,23 @@ struct result {
 };
 
 class collecting_reporter : public benchmark::ConsoleReporter {
-public:
-    std::map<std::pair<std::string, int64_t>, result> crc;        /* (impl, size) */
-    std::vector<std::pair<std::string, result>> others;            /* icrc rows */
+  public:
+    std::map<std::pair<std::string, int64_t>, result> crc; /* (impl, size) */
+    std::vector<std::pair<std::string, result>> others;    /* icrc rows */
 
-    void ReportRuns(const std::vector<Run> &runs) override
-    {
+    void ReportRuns(const std::vector<Run> &runs) override {
         for (const Run &r : runs) {
-            if (r.error_occurred)
-                continue;
+            if (r.error_occurred) continue;
             const bool is_median = r.run_type == Run::RT_Aggregate && r.aggregate_name == "median";
-            if (r.run_type == Run::RT_Aggregate && !is_median)
-                continue;
+            if (r.run_type == Run::RT_Aggregate && !is_median) continue;
             result x;
             auto it = r.counters.find("bytes_per_second");
             x.bytes_per_s = it != r.counters.end() ? it->second.value : 0;
-            x.ns_per_call = r.GetAdjustedRealTime() *
-                            (r.time_unit == benchmark::kNanosecond    ? 1.0
-                             : r.time_unit == benchmark::kMicrosecond ? 1e3
-                             : r.time_unit == benchmark::kMillisecond ? 1e6
-                                                                      : 1e9);
+            x.ns_per_call =
+                r.GetAdjustedRealTime() * (r.time_unit == benchmark::kNanosecond    ? 1.0
+                                           : r.time_unit == benchmark::kMicrosecond ? 1e3
+                                           : r.time_unit == benchmark::kMillisecond ? 1e6
+                                                                                    : 1e9);
             x.label = r.report_label;
             x.median = is_median;
             const std::string &fn = r.run_name.function_name;
@@ -291,7 +286,8 @@ public:
                 auto prev = crc.find(key);
                 /* Medians win over single runs; among single runs keep the best. */
                 if (prev == crc.end() || (is_median && !prev->second.median) ||
-                    (!prev->second.median && !is_median && x.bytes_per_s > prev->second.bytes_per_s))
+                    (!prev->second.median && !is_median &&
+                     x.bytes_per_s > prev->second.bytes_per_s))
                     crc[key] = x;
             } else {
                 others.emplace_back(r.benchmark_name(), x);
@@ -301,22 +297,20 @@ public:
     }
 };
 
-void print_table(const collecting_reporter &rep)
-{
+void print_table(const collecting_reporter &rep) {
     std::printf("\n%-7s %-36s %9s %9s %8s\n", "size", "impl", "GB/s", "ns/call", "x_isal");
     for (int64_t size : sizes) {
         const auto isal = rep.crc.find({"isal", size});
         for (const auto &[key, r] : rep.crc) {
-            if (key.second != size)
-                continue;
+            if (key.second != size) continue;
             char ratio[16] = "n/a";
             if (isal != rep.crc.end() && isal->second.bytes_per_s > 0)
-                std::snprintf(ratio, sizeof(ratio), "%.2f", r.bytes_per_s / isal->second.bytes_per_s);
+                std::snprintf(ratio, sizeof(ratio), "%.2f",
+                              r.bytes_per_s / isal->second.bytes_per_s);
             std::string impl = key.first;
-            if (!r.label.empty())
-                impl += " (" + r.label + ")";
-            std::printf("%-7lld %-36s %9.2f %9.1f %8s\n", static_cast<long long>(size), impl.c_str(),
-                        r.bytes_per_s / 1e9, r.ns_per_call, ratio);
+            if (!r.label.empty()) impl += " (" + r.label + ")";
+            std::printf("%-7lld %-36s %9.2f %9.1f %8s\n", static_cast<long long>(size),
+                        impl.c_str(), r.bytes_per_s / 1e9, r.ns_per_call, ratio);
         }
     }
     if (!rep.others.empty()) {
@@ -333,14 +327,19 @@ void print_table(const collecting_reporter &rep)
 
 /* Wall-clock time everywhere: the rates and ns/call then agree, and a
  * preempted run shows up as slow instead of silently inflating. */
-benchmark::internal::Benchmark *reg(benchmark::internal::Benchmark *b) { return b->UseRealTime(); }
+benchmark::internal::Benchmark *reg(benchmark::internal::Benchmark *b) {
+    return b->UseRealTime();
+}
 
-void register_all()
-{
+void register_all() {
     for (int64_t s : sizes) {
-        reg(benchmark::RegisterBenchmark("crc32/uroce-scalar", bm_uroce_path, crc32_path::scalar))->Arg(s);
-        reg(benchmark::RegisterBenchmark("crc32/uroce-pclmulqdq", bm_uroce_path, crc32_path::clmul))->Arg(s);
-        reg(benchmark::RegisterBenchmark("crc32/uroce-vpclmulqdq-avx2", bm_uroce_path, crc32_path::vclmul))->Arg(s);
+        reg(benchmark::RegisterBenchmark("crc32/uroce-scalar", bm_uroce_path, crc32_path::scalar))
+            ->Arg(s);
+        reg(benchmark::RegisterBenchmark("crc32/uroce-pclmulqdq", bm_uroce_path, crc32_path::clmul))
+            ->Arg(s);
+        reg(benchmark::RegisterBenchmark("crc32/uroce-vpclmulqdq-avx2", bm_uroce_path,
+                                         crc32_path::vclmul))
+            ->Arg(s);
         reg(benchmark::RegisterBenchmark("crc32/uroce-dispatched", bm_uroce_dispatched))->Arg(s);
 #if defined(UROCE_HAVE_ISAL)
         reg(benchmark::RegisterBenchmark("crc32/isal", bm_isal))->Arg(s);
@@ -359,22 +358,24 @@ void register_all()
 
 } // namespace
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     /* EAL first: before rte_eal_init DPDK's max SIMD width is 0 and
      * rte_net_crc silently falls back to its 0.36 GB/s table. Fixed argv,
      * never ours (dpdk-probe.md section 2). */
-    const char *eal_args[] = {"bench_icrc", "--no-huge", "-m", "256", "--no-pci", "--no-shconf",
-                              "--no-telemetry", "-l", "0", "--log-level=*:warning"};
+    const char *eal_args[] = {
+        "bench_icrc",  "--no-huge",      "-m", "256", "--no-pci",
+        "--no-shconf", "--no-telemetry", "-l", "0",   "--log-level=*:warning"};
     std::vector<char *> eal_argv;
     for (const char *a : eal_args)
         eal_argv.push_back(const_cast<char *>(a));
     if (rte_eal_init(static_cast<int>(eal_argv.size()), eal_argv.data()) >= 0) {
         g_eal_ok = true;
         rte_net_crc_set_alg(RTE_NET_CRC_SSE42);
-        g_pool = rte_pktmbuf_pool_create("bench_pool", 255, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
+        g_pool = rte_pktmbuf_pool_create("bench_pool", 255, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+                                         SOCKET_ID_ANY);
     } else {
-        std::fprintf(stderr, "rte_eal_init failed (%s): no DPDK/mbuf columns\n", rte_strerror(rte_errno));
+        std::fprintf(stderr, "rte_eal_init failed (%s): no DPDK/mbuf columns\n",
+                     rte_strerror(rte_errno));
     }
 
     std::mt19937_64 rng(1);
@@ -385,13 +386,11 @@ int main(int argc, char **argv)
                 crc32_path_name(crc32_active_path()));
     register_all();
     benchmark::Initialize(&argc, argv);
-    if (benchmark::ReportUnrecognizedArguments(argc, argv))
-        return 1;
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
     collecting_reporter rep;
     benchmark::RunSpecifiedBenchmarks(&rep);
     print_table(rep);
     benchmark::Shutdown();
-    if (g_eal_ok)
-        rte_eal_cleanup();
+    if (g_eal_ok) rte_eal_cleanup();
     return 0;
 }

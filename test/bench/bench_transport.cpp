@@ -55,7 +55,8 @@ double now_s() {
     return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
 }
 double wall_s() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
 }
 
 /* ---------------------------------------------------------------- ceilings */
@@ -70,13 +71,15 @@ double link_pps(uint32_t frame_len) {
         for (int it = 0; it < 256; ++it) {
             if (rte_pktmbuf_alloc_bulk(pool, tx, 32) != 0) return 0;
             for (auto *m : tx) {
-                uint8_t *p = reinterpret_cast<uint8_t *>(rte_pktmbuf_append(m, uint16_t(frame_len)));
+                uint8_t *p =
+                    reinterpret_cast<uint8_t *>(rte_pktmbuf_append(m, uint16_t(frame_len)));
                 std::memcpy(p, mac_b, 6);
                 std::memset(p + 6, 0x11, 64 - 6); /* a header's worth of writes */
             }
             a->tx_burst(tx, 32);
             uint16_t k = b->rx_burst(rx, 32);
-            for (uint16_t i = 0; i < k; ++i) (void)*rte_pktmbuf_mtod(rx[i], volatile uint8_t *);
+            for (uint16_t i = 0; i < k; ++i)
+                (void)*rte_pktmbuf_mtod(rx[i], volatile uint8_t *);
             rte_pktmbuf_free_bulk(rx, k);
             n += k;
         }
@@ -85,9 +88,9 @@ double link_pps(uint32_t frame_len) {
     return double(n) / (t1 - t0);
 }
 
-/* GB/s of fn over 4 KB blocks in a 256 KB working set (L2 resident, like the benchmark's buffers). */
-template <class F>
-double bandwidth(F fn) {
+/* GB/s of fn over 4 KB blocks in a 256 KB working set (L2 resident, like the benchmark's buffers).
+ */
+template <class F> double bandwidth(F fn) {
     static std::vector<uint8_t> s(256 * 1024, 0x5a), d(256 * 1024);
     uint64_t bytes = 0;
     double t0 = now_s(), t1;
@@ -141,7 +144,8 @@ struct pair_t {
         qp_attr at;
         at.qp_state = qp_state::init;
         at.qp_access_flags = access_remote_write | access_remote_read;
-        modify_qp(s.q, at, qp_attr_state | qp_attr_pkey_index | qp_attr_port | qp_attr_access_flags);
+        modify_qp(s.q, at,
+                  qp_attr_state | qp_attr_pkey_index | qp_attr_port | qp_attr_access_flags);
         at = qp_attr{};
         at.qp_state = qp_state::rtr;
         at.path_mtu = m;
@@ -152,8 +156,8 @@ struct pair_t {
         at.ah_attr.grh.dgid = gid::from_ipv4(peer_ip);
         std::memcpy(at.ah_attr.dmac, peer_mac, 6);
         modify_qp(s.q, at,
-                  qp_attr_state | qp_attr_av | qp_attr_path_mtu | qp_attr_dest_qpn | qp_attr_rq_psn |
-                      qp_attr_max_dest_rd_atomic | qp_attr_min_rnr_timer);
+                  qp_attr_state | qp_attr_av | qp_attr_path_mtu | qp_attr_dest_qpn |
+                      qp_attr_rq_psn | qp_attr_max_dest_rd_atomic | qp_attr_min_rnr_timer);
         at = qp_attr{};
         at.qp_state = qp_state::rts;
         at.timeout = 14;
@@ -197,7 +201,8 @@ struct result {
 /* Keep the send queue full of one kind of WR; every 16th is signaled. */
 result run_stream(mtu m, wr_opcode op, uint32_t size) {
     pair_t p(m);
-    std::vector<uint8_t> src(std::max<uint32_t>(size, 64) * 4), dst(std::max<uint32_t>(size, 64) * 64);
+    std::vector<uint8_t> src(std::max<uint32_t>(size, 64) * 4),
+        dst(std::max<uint32_t>(size, 64) * 64);
     mr *ms = reg_mr(p.a.pd_, src.data(), src.size(), access_local_write);
     mr *md = reg_mr(p.b.pd_, dst.data(), dst.size(), access_local_write | access_remote_write);
     const uint32_t depth = 512, signal_every = 16;
@@ -205,7 +210,8 @@ result run_stream(mtu m, wr_opcode op, uint32_t size) {
     auto post_recvs = [&](int n) {
         for (int i = 0; i < n; ++i) {
             static uint32_t r = 0;
-            sge g{reinterpret_cast<uint64_t>(dst.data() + (r++ % slots) * std::max<uint32_t>(size, 64)),
+            sge g{reinterpret_cast<uint64_t>(dst.data() +
+                                             (r++ % slots) * std::max<uint32_t>(size, 64)),
                   std::max<uint32_t>(size, 64), mr_lkey(md)};
             recv_wr w;
             w.sg_list = &g;
@@ -256,7 +262,8 @@ result run_stream(mtu m, wr_opcode op, uint32_t size) {
     };
     /* warm up, then measure */
     double t0 = now_s();
-    while (now_s() - t0 < 0.2) step();
+    while (now_s() - t0 < 0.2)
+        step();
     uint64_t c0 = completed;
     uint64_t rtx0 = p.a.q->cnt.retransmits;
     t0 = now_s();
@@ -371,9 +378,11 @@ channel_result run_channel(post_mode mode) {
             CPU_ZERO(&set);
             CPU_SET(sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 1 : 0, &set);
             pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-            while (!measuring.load(std::memory_order_relaxed)) app_step();
+            while (!measuring.load(std::memory_order_relaxed))
+                app_step();
             double c0 = now_s(), w0 = wall_s();
-            while (!stop.load(std::memory_order_relaxed)) app_step();
+            while (!stop.load(std::memory_order_relaxed))
+                app_step();
             app_cpu = now_s() - c0;
             app_wall = wall_s() - w0;
         });
@@ -382,7 +391,8 @@ channel_result run_channel(post_mode mode) {
         return moved + lcore_step();
     };
     double t0 = now_s();
-    while (now_s() - t0 < 0.2) step();
+    while (now_s() - t0 < 0.2)
+        step();
     const uint64_t hz = rte_get_tsc_hz(), preempt_limit = hz / 50000; /* 20 us */
     uint64_t busy = 0, preempted = 0;
     uint64_t c0 = completed_pub.load(std::memory_order_relaxed);
@@ -425,9 +435,12 @@ int main(int argc, char **argv) {
     std::string only;
     bool skip_ceil = false;
     for (int i = 1; i < argc; ++i) {
-        if (!std::strcmp(argv[i], "--seconds") && i + 1 < argc) seconds = std::atof(argv[++i]);
-        else if (!std::strcmp(argv[i], "--no-ceilings")) skip_ceil = true;
-        else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+        if (!std::strcmp(argv[i], "--seconds") && i + 1 < argc)
+            seconds = std::atof(argv[++i]);
+        else if (!std::strcmp(argv[i], "--no-ceilings"))
+            skip_ceil = true;
+        else if (!std::strcmp(argv[i], "--only") && i + 1 < argc)
+            only = argv[++i];
         else {
             std::printf("usage: %s [--seconds S] [--only send|write4k|write64k|channel|ceil] "
                         "[--no-ceilings]\n",
@@ -435,8 +448,8 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    const char *eal[] = {"bench_transport", "--no-huge", "-m", "512", "--no-pci", "--no-shconf",
-                         "--no-telemetry", "-l", "0", "--log-level=*:warning"};
+    const char *eal[] = {"bench_transport", "--no-huge",      "-m", "512", "--no-pci",
+                         "--no-shconf",     "--no-telemetry", "-l", "0",   "--log-level=*:warning"};
     if (rte_eal_init(10, const_cast<char **>(eal)) < 0) {
         std::fprintf(stderr, "rte_eal_init: %s\n", rte_strerror(rte_errno));
         return 1;
@@ -458,7 +471,8 @@ int main(int argc, char **argv) {
             std::memcpy(d, s, n);
             return uint32_t(d[0]);
         });
-        crc = bandwidth([](uint8_t *, const uint8_t *s, size_t n) { return crc32_update(~0u, s, n); });
+        crc = bandwidth(
+            [](uint8_t *, const uint8_t *s, size_t n) { return crc32_update(~0u, s, n); });
         std::printf("ceilings (measured now):\n");
         std::printf("  memlink bare packet rate, 122 B frames : %8.2f Mpps\n", pps64 / 1e6);
         std::printf("  memlink bare packet rate, 4154 B frames: %8.2f Mpps\n", pps4k / 1e6);
@@ -468,17 +482,19 @@ int main(int argc, char **argv) {
     /* A WRITE byte costs one copy + one CRC on each side; both sides share this core. */
     double write_ceiling_gbit = skip_ceil ? 0 : 8.0 / (2.0 / mcpy + 2.0 / crc);
     if (!skip_ceil)
-        std::printf("  => WRITE ceiling, both sides on one core: %.1f Gbit/s (2 copies + 2 CRCs per "
-                    "byte)\n\n",
-                    write_ceiling_gbit);
+        std::printf(
+            "  => WRITE ceiling, both sides on one core: %.1f Gbit/s (2 copies + 2 CRCs per "
+            "byte)\n\n",
+            write_ceiling_gbit);
     /* percentages only next to a ceiling measured in this run */
     auto pct = [](double v, double ceil) { return ceil > 0 ? 100.0 * v / ceil : 0.0; };
     if (want("send")) {
         result r = run_stream(mtu::mtu_4096, wr_opcode::send, 64);
-        std::printf("RC SEND 64 B          : %8.2f M msgs/s  (%.1f%% of the bare 122 B packet rate; "
-                    "target 5 M/s; %llu retransmits; cpu %.0f%%)\n",
-                    r.msgs_per_s / 1e6, pct(r.msgs_per_s, pps64), (unsigned long long)r.retransmits,
-                    100 * r.cpu_share);
+        std::printf(
+            "RC SEND 64 B          : %8.2f M msgs/s  (%.1f%% of the bare 122 B packet rate; "
+            "target 5 M/s; %llu retransmits; cpu %.0f%%)\n",
+            r.msgs_per_s / 1e6, pct(r.msgs_per_s, pps64), (unsigned long long)r.retransmits,
+            100 * r.cpu_share);
     }
     if (want("write4k")) {
         result r = run_stream(mtu::mtu_4096, wr_opcode::rdma_write, 4096);

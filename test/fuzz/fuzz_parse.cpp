@@ -91,8 +91,7 @@ void round_trip(const roce_packet &p) {
     roce_packet q;
     parse_error e = parse_frame_verified(out.data(), n, q);
     if (e != parse_error::ok) {
-        std::fprintf(stderr, "fuzz_parse: rebuilt frame does not parse: %s\n",
-                     parse_error_name(e));
+        std::fprintf(stderr, "fuzz_parse: rebuilt frame does not parse: %s\n", parse_error_name(e));
         std::abort();
     }
     FUZZ_REQUIRE(q.opcode == p.opcode && q.payload_len == p.payload_len && q.pad == p.pad);

@@ -35,8 +35,7 @@ constexpr crc32_path all_paths[] = {crc32_path::scalar, crc32_path::clmul, crc32
 
 using update_fn = uint32_t (*)(uint32_t, const void *, size_t);
 
-update_fn fn_of(crc32_path p)
-{
+update_fn fn_of(crc32_path p) {
     switch (p) {
     case crc32_path::clmul:
         return crc32_update_clmul;
@@ -47,16 +46,14 @@ update_fn fn_of(crc32_path p)
     }
 }
 
-uint32_t zlib_crc(uint32_t prev, const uint8_t *p, size_t n)
-{
+uint32_t zlib_crc(uint32_t prev, const uint8_t *p, size_t n) {
     /* zlib takes uInt lengths; our test inputs are small. */
     return static_cast<uint32_t>(crc32(prev, p, static_cast<uInt>(n)));
 }
 
 class crc32_path_test : public ::testing::TestWithParam<crc32_path> {
-protected:
-    void SetUp() override
-    {
+  protected:
+    void SetUp() override {
         if (!crc32_path_supported(GetParam()))
             GTEST_SKIP() << "CPU/OS lacks the " << crc32_path_name(GetParam()) << " path";
         fn = fn_of(GetParam());
@@ -64,23 +61,19 @@ protected:
     update_fn fn = nullptr;
 };
 
-std::string path_param_name(const ::testing::TestParamInfo<crc32_path> &info)
-{
+std::string path_param_name(const ::testing::TestParamInfo<crc32_path> &info) {
     std::string s = crc32_path_name(info.param);
     for (char &c : s)
-        if (c == '-')
-            c = '_';
+        if (c == '-') c = '_';
     return s;
 }
 
-TEST_P(crc32_path_test, check_value_123456789)
-{
+TEST_P(crc32_path_test, check_value_123456789) {
     const char *s = "123456789";
     EXPECT_EQ(fn(~0u, s, 9) ^ ~0u, 0xcbf43926u);
 }
 
-TEST_P(crc32_path_test, empty_input_keeps_register)
-{
+TEST_P(crc32_path_test, empty_input_keeps_register) {
     const uint8_t b = 0;
     EXPECT_EQ(fn(0x12345678u, &b, 0), 0x12345678u);
     EXPECT_EQ(fn(0x12345678u, nullptr, 0), 0x12345678u);
@@ -90,8 +83,7 @@ TEST_P(crc32_path_test, empty_input_keeps_register)
  * a heap block; the bytes around [p, p+len) are ASan-poisoned, so an
  * over-read past the end (or before the start, at 8-byte granularity) aborts
  * the ASan build. Random register too. */
-TEST_P(crc32_path_test, all_lengths_random_alignment_vs_zlib)
-{
+TEST_P(crc32_path_test, all_lengths_random_alignment_vs_zlib) {
     std::mt19937_64 rng(0xC0FFEE ^ static_cast<unsigned>(GetParam()));
     constexpr size_t max_len = 2048;
     std::vector<uint8_t> src(max_len);
@@ -115,16 +107,14 @@ TEST_P(crc32_path_test, all_lengths_random_alignment_vs_zlib)
 }
 
 /* Tight heap blocks of exactly len bytes (ASan checks both ends exactly). */
-TEST_P(crc32_path_test, exact_size_allocations)
-{
+TEST_P(crc32_path_test, exact_size_allocations) {
     std::mt19937 rng(7);
     for (size_t len = 0; len <= 600; len++) {
         std::vector<uint8_t> v(len);
         for (auto &b : v)
             b = static_cast<uint8_t>(rng());
         uint8_t *p = len ? new uint8_t[len] : nullptr;
-        if (len)
-            std::memcpy(p, v.data(), len);
+        if (len) std::memcpy(p, v.data(), len);
         const uint32_t got = fn(~0u, p, len) ^ ~0u;
         delete[] p;
         ASSERT_EQ(got, zlib_crc(0, v.data(), len)) << "len " << len;
@@ -133,8 +123,7 @@ TEST_P(crc32_path_test, exact_size_allocations)
 
 /* The same data split into 1..12 random pieces, chained through the raw
  * register, must give the one-shot value (and zlib's). */
-TEST_P(crc32_path_test, random_segmentation_chains)
-{
+TEST_P(crc32_path_test, random_segmentation_chains) {
     std::mt19937_64 rng(1234 + static_cast<unsigned>(GetParam()));
     std::vector<uint8_t> buf(2048 + 64);
     for (auto &b : buf)
@@ -159,8 +148,7 @@ TEST_P(crc32_path_test, random_segmentation_chains)
 
 /* Large and odd sizes through the main loops (several iterations, every
  * leftover count). */
-TEST_P(crc32_path_test, long_inputs)
-{
+TEST_P(crc32_path_test, long_inputs) {
     std::mt19937_64 rng(99);
     std::vector<uint8_t> buf(70000 + 8);
     for (auto &b : buf)
@@ -174,8 +162,7 @@ TEST_P(crc32_path_test, long_inputs)
 /* Special bit patterns: all zeros, all ones, single bits (catches a wrong
  * constant for one lane or one distance that random data might hide in a
  * single test, because each bit exercises one column of the fold). */
-TEST_P(crc32_path_test, single_bit_inputs)
-{
+TEST_P(crc32_path_test, single_bit_inputs) {
     for (size_t len : {16u, 31u, 64u, 100u, 272u, 300u, 513u, 1024u}) {
         std::vector<uint8_t> v(len, 0);
         ASSERT_EQ(fn(~0u, v.data(), len) ^ ~0u, zlib_crc(0, v.data(), len));
@@ -184,7 +171,8 @@ TEST_P(crc32_path_test, single_bit_inputs)
         std::fill(v.begin(), v.end(), 0);
         for (size_t bit = 0; bit < 8 * len; bit += (len > 300 ? 7 : 1)) {
             v[bit / 8] = static_cast<uint8_t>(1u << (bit % 8));
-            ASSERT_EQ(fn(0, v.data(), len), zlib_crc(0, v.data(), len) ^ zlib_crc(0, std::vector<uint8_t>(len).data(), len))
+            ASSERT_EQ(fn(0, v.data(), len), zlib_crc(0, v.data(), len) ^
+                                                zlib_crc(0, std::vector<uint8_t>(len).data(), len))
                 << "len " << len << " bit " << bit;
             v[bit / 8] = 0;
         }
@@ -194,8 +182,7 @@ TEST_P(crc32_path_test, single_bit_inputs)
 INSTANTIATE_TEST_SUITE_P(paths, crc32_path_test, ::testing::ValuesIn(all_paths), path_param_name);
 
 /* All supported engines agree with each other on random data/registers. */
-TEST(crc32, engines_agree)
-{
+TEST(crc32, engines_agree) {
     std::mt19937_64 rng(42);
     std::vector<uint8_t> buf(5000);
     for (auto &b : buf)
@@ -207,7 +194,8 @@ TEST(crc32, engines_agree)
         const uint32_t ref = crc32_update_scalar(reg, buf.data() + off, len);
         for (crc32_path p : all_paths) {
             if (crc32_path_supported(p)) {
-                ASSERT_EQ(fn_of(p)(reg, buf.data() + off, len), ref) << crc32_path_name(p) << " len " << len;
+                ASSERT_EQ(fn_of(p)(reg, buf.data() + off, len), ref)
+                    << crc32_path_name(p) << " len " << len;
             }
         }
         ASSERT_EQ(crc32_update(reg, buf.data() + off, len), ref);
@@ -216,10 +204,8 @@ TEST(crc32, engines_agree)
 
 /* Both encodings of the 128-bit engine (the dispatcher picks the VEX one
  * when AVX is usable), including after dirty-upper AVX state. */
-TEST(crc32, clmul_sse_and_vex_flavours)
-{
-    if (!crc32_path_supported(crc32_path::clmul))
-        GTEST_SKIP() << "CPU lacks pclmulqdq";
+TEST(crc32, clmul_sse_and_vex_flavours) {
+    if (!crc32_path_supported(crc32_path::clmul)) GTEST_SKIP() << "CPU lacks pclmulqdq";
     std::mt19937_64 rng(4242);
     std::vector<uint8_t> buf(3000);
     for (auto &b : buf)
@@ -237,8 +223,7 @@ TEST(crc32, clmul_sse_and_vex_flavours)
 
 /* The masked update (ICRC header masking in registers): every engine against
  * "OR into a copy, then zlib", n = 16..256, random masks and alignments. */
-TEST(crc32, masked_update_all_engines)
-{
+TEST(crc32, masked_update_all_engines) {
     std::mt19937_64 rng(515);
     std::vector<uint8_t> data(512), mask(512), tmp(256);
     for (size_t n = 16; n <= 256; n++) {
@@ -265,8 +250,7 @@ TEST(crc32, masked_update_all_engines)
     }
 }
 
-TEST(crc32, ieee_wrapper_matches_zlib)
-{
+TEST(crc32, ieee_wrapper_matches_zlib) {
     const uint8_t msg[] = "The quick brown fox jumps over the lazy dog";
     const size_t n = sizeof(msg) - 1;
     EXPECT_EQ(crc32_ieee(0, msg, n), 0x414fa339u);
@@ -274,8 +258,7 @@ TEST(crc32, ieee_wrapper_matches_zlib)
     EXPECT_EQ(crc32_ieee(0xdeadbeef, msg, n), zlib_crc(0xdeadbeef, msg, n));
 }
 
-TEST(crc32, zeros_and_combine)
-{
+TEST(crc32, zeros_and_combine) {
     std::mt19937_64 rng(5);
     std::vector<uint8_t> zero(5000, 0), buf(5000);
     for (auto &b : buf)
@@ -286,25 +269,25 @@ TEST(crc32, zeros_and_combine)
         const size_t a = rng() % 5000, b = std::min<size_t>(n, 5000 - a);
         const uint32_t ca = zlib_crc(0, buf.data(), a), cb = zlib_crc(0, buf.data() + a, b);
         EXPECT_EQ(crc32_ieee_combine(ca, cb, b), zlib_crc(0, buf.data(), a + b));
-        EXPECT_EQ(crc32_ieee_combine(ca, cb, b), static_cast<uint32_t>(crc32_combine(ca, cb, static_cast<z_off_t>(b))));
+        EXPECT_EQ(crc32_ieee_combine(ca, cb, b),
+                  static_cast<uint32_t>(crc32_combine(ca, cb, static_cast<z_off_t>(b))));
     }
     /* Huge lengths: only against zlib's own combine. */
     EXPECT_EQ(crc32_ieee_combine(0x12345678u, 0x9abcdef0u, 1ull << 33),
-              static_cast<uint32_t>(crc32_combine(0x12345678u, 0x9abcdef0u, static_cast<z_off_t>(1ull << 33))));
+              static_cast<uint32_t>(
+                  crc32_combine(0x12345678u, 0x9abcdef0u, static_cast<z_off_t>(1ull << 33))));
 }
 
 /* The compile-time constants against an independent route: x^(8k) mod P in
  * reflected form is the register after feeding k zero bytes to the register
  * holding the polynomial "1" (bit 31), computed by the (zlib-checked) table
  * engine. */
-uint32_t xpow8k_reflected(unsigned k)
-{
+uint32_t xpow8k_reflected(unsigned k) {
     static const std::vector<uint8_t> zeros(4096, 0);
     return crc32_update_scalar(0x80000000u, zeros.data(), k);
 }
 
-TEST(crc32_constants, fold_table_matches_zero_byte_crc)
-{
+TEST(crc32_constants, fold_table_matches_zero_byte_crc) {
     using namespace crc32_detail;
     for (unsigned d = 1; d <= fold_max_dist; d++) {
         const fold_pair &k = fold_table[fold_index(d)];
@@ -321,8 +304,7 @@ TEST(crc32_constants, fold_table_matches_zero_byte_crc)
     EXPECT_EQ(k_mu, 0x1F7011641ull);
 }
 
-TEST(crc32_dispatch, names_and_support)
-{
+TEST(crc32_dispatch, names_and_support) {
     EXPECT_STREQ(crc32_path_name(crc32_path::scalar), "scalar");
     EXPECT_STREQ(crc32_path_name(crc32_path::clmul), "pclmulqdq");
     EXPECT_STREQ(crc32_path_name(crc32_path::vclmul), "vpclmulqdq-avx2");
@@ -334,8 +316,7 @@ TEST(crc32_dispatch, names_and_support)
     }
 }
 
-TEST(crc32_dispatch, set_path_switches_engine)
-{
+TEST(crc32_dispatch, set_path_switches_engine) {
     const crc32_path saved = crc32_active_path();
     const char *s = "123456789";
     for (crc32_path p : all_paths) {
@@ -354,8 +335,7 @@ TEST(crc32_dispatch, set_path_switches_engine)
  * constructor must have honoured it (or fallen back to the best path if the
  * CPU lacks it, or the name is unknown). Without the variable, the best path
  * must be active. */
-TEST(crc32_dispatch, env_override_honoured)
-{
+TEST(crc32_dispatch, env_override_honoured) {
     const char *env = std::getenv("UROCE_CRC32_PATH");
     if (!env || !*env) {
         EXPECT_EQ(crc32_active_path(), crc32_best_path());
@@ -363,8 +343,7 @@ TEST(crc32_dispatch, env_override_honoured)
     }
     bool matched = false;
     for (crc32_path p : all_paths) {
-        if (std::strcmp(env, crc32_path_name(p)) != 0)
-            continue;
+        if (std::strcmp(env, crc32_path_name(p)) != 0) continue;
         matched = true;
         if (crc32_path_supported(p)) {
             EXPECT_EQ(crc32_active_path(), p) << env;

@@ -31,8 +31,7 @@ namespace {
 
 using bytes = std::vector<uint8_t>;
 
-bytes from_hex(const std::string &s)
-{
+bytes from_hex(const std::string &s) {
     bytes out;
     int hi = -1;
     for (char c : s) {
@@ -58,14 +57,12 @@ bytes from_hex(const std::string &s)
 /* Naive reference, straight from the definition (IBTA A17.3.3): prefix of
  * 8 x 0xFF, masked copy of IP/UDP/BTH, the rest, zlib crc32. Masks only the
  * bytes that are present (for runts). */
-uint32_t icrc_reference(const uint8_t *ip, size_t len)
-{
+uint32_t icrc_reference(const uint8_t *ip, size_t len) {
     bytes m(8, 0xFF);
     m.insert(m.end(), ip, ip + len);
     uint8_t *h = m.data() + 8;
     auto set = [&](size_t off, uint8_t mask) {
-        if (off < len)
-            h[off] |= mask;
+        if (off < len) h[off] |= mask;
     };
     size_t l4;
     if (len && (ip[0] >> 4) == 6) {
@@ -90,20 +87,17 @@ uint32_t icrc_reference(const uint8_t *ip, size_t len)
 }
 
 /* Runs a body once per supported engine, restoring the active one. */
-template <typename F> void for_each_path(F &&body)
-{
+template <typename F> void for_each_path(F &&body) {
     const crc32_path saved = crc32_active_path();
     for (crc32_path p : {crc32_path::scalar, crc32_path::clmul, crc32_path::vclmul}) {
-        if (!crc32_set_path(p))
-            continue;
+        if (!crc32_set_path(p)) continue;
         SCOPED_TRACE(crc32_path_name(p));
         body();
     }
     crc32_set_path(saved);
 }
 
-TEST(icrc, seed_is_register_after_eight_ff)
-{
+TEST(icrc, seed_is_register_after_eight_ff) {
     const uint8_t ff[8] = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
     EXPECT_EQ(crc32_update_scalar(~0u, ff, 8), icrc_seed);
     EXPECT_EQ(icrc_seed, 0xdebb20e3u);
@@ -111,11 +105,11 @@ TEST(icrc, seed_is_register_after_eight_ff)
 
 /* Vector 1: scapy test/contrib/roce.uts "RoCE layer", IPv4 UC SEND_ONLY,
  * IP header through ICRC (research-anchors.md C5). */
-TEST(icrc, vector1_scapy_uc_send_only)
-{
-    const bytes pkt = from_hex("45010040 04784000 4011b4d5 c0a80007 c0a80007 c00012b7 002c0000"
-                               "2460ffff 000000d3 00cf1710 4630818b e28935d9 0e9a9550 5401be88 5e500000"
-                               "78f353f3");
+TEST(icrc, vector1_scapy_uc_send_only) {
+    const bytes pkt =
+        from_hex("45010040 04784000 4011b4d5 c0a80007 c0a80007 c00012b7 002c0000"
+                 "2460ffff 000000d3 00cf1710 4630818b e28935d9 0e9a9550 5401be88 5e500000"
+                 "78f353f3");
     ASSERT_EQ(pkt.size(), 0x40u);
     const size_t len = pkt.size() - 4;
     EXPECT_EQ(icrc_read_wire(pkt.data() + len), 0xf353f378u);
@@ -125,8 +119,7 @@ TEST(icrc, vector1_scapy_uc_send_only)
 
 /* Vector 2: a CNP captured on a ConnectX-4 Lx (same .uts), full frame.
  * TOS 0xC2 and BECN set: both masked. */
-TEST(icrc, vector2_connectx4_cnp)
-{
+TEST(icrc, vector2_connectx4_cnp) {
     const bytes frame = from_hex("e41d2dab2bc2 7cfe90643b32 0800"
                                  "45c2003c718c40004011 9161 0a001101 0a001201"
                                  "0000 12b7 0028 0000"
@@ -145,13 +138,13 @@ TEST(icrc, vector2_connectx4_cnp)
  * in Python with zlib.crc32 over 8 x 0xFF + the packet with TC, flow label,
  * hop limit, UDP checksum and BTH byte 4 set to ones -- the fields rxe_icrc.c
  * masks for IPv6 (priority=0xf, flow_lbl[]=0xff, hop_limit=0xff). */
-TEST(icrc, vector3_ipv6_rc_send_only)
-{
-    const bytes pkt = from_hex("65aabcde00281140fe80000000000000505400fffe123456fe80000000000000505400fffe654321"
-                               "c12312b70028739d"
-                               "04f0ffff800001238000abcd"
-                               "4142434445464748494a4b4c4d000000"
-                               "0e672da4");
+TEST(icrc, vector3_ipv6_rc_send_only) {
+    const bytes pkt =
+        from_hex("65aabcde00281140fe80000000000000505400fffe123456fe80000000000000505400fffe654321"
+                 "c12312b70028739d"
+                 "04f0ffff800001238000abcd"
+                 "4142434445464748494a4b4c4d000000"
+                 "0e672da4");
     ASSERT_EQ(pkt.size(), 80u);
     const size_t len = pkt.size() - 4;
     EXPECT_EQ(icrc_read_wire(pkt.data() + len), 0xa42d670eu);
@@ -162,8 +155,7 @@ TEST(icrc, vector3_ipv6_rc_send_only)
 /* IPv4 with a Record Route option (IHL 7), RC RDMA_WRITE_ONLY with RETH,
  * BECN set; ICRC computed by scapy 2.5's own BTH.compute_icrc (which copies
  * the whole IP header, options included). */
-TEST(icrc, vector4_ipv4_options_scapy)
-{
+TEST(icrc, vector4_ipv4_options_scapy) {
     const bytes pkt = from_hex("47020058123440003f1102520a0000010a000002070704010203040"
                                "0d00d12b7003c3d47"
                                "0a60ffff4000001180123456"
@@ -176,8 +168,7 @@ TEST(icrc, vector4_ipv4_options_scapy)
     for_each_path([&] { EXPECT_EQ(icrc_compute(pkt.data(), len), 0xe7233f7eu); });
 }
 
-TEST(icrc, wire_helpers_little_endian)
-{
+TEST(icrc, wire_helpers_little_endian) {
     uint8_t b[4];
     icrc_write_wire(b, 0xf353f378u);
     EXPECT_EQ(b[0], 0x78);
@@ -199,12 +190,10 @@ struct roce_frame {
 /* Minimal classic-pcap reader (Ethernet link type, optional 802.1Q). Keeps
  * UDP/4791 frames; the IP length (not the frame length, which may include
  * Ethernet padding) places the ICRC. */
-std::vector<roce_frame> load_roce_frames(const std::string &path)
-{
+std::vector<roce_frame> load_roce_frames(const std::string &path) {
     std::vector<roce_frame> out;
     FILE *f = std::fopen(path.c_str(), "rb");
-    if (!f)
-        return out;
+    if (!f) return out;
     uint8_t gh[24];
     if (std::fread(gh, 1, 24, f) != 24) {
         std::fclose(f);
@@ -221,11 +210,9 @@ std::vector<roce_frame> load_roce_frames(const std::string &path)
     while (std::fread(rh, 1, 16, f) == 16) {
         const uint32_t caplen = u32(rh + 8);
         bytes d(caplen);
-        if (std::fread(d.data(), 1, caplen, f) != caplen)
-            break;
+        if (std::fread(d.data(), 1, caplen, f) != caplen) break;
         idx++;
-        if (d.size() < 14)
-            continue;
+        if (d.size() < 14) continue;
         size_t off = 12;
         size_t et = be16(&d[off]);
         off += 2;
@@ -244,7 +231,8 @@ std::vector<roce_frame> load_roce_frames(const std::string &path)
         } else {
             continue;
         }
-        if (d.size() < l4 + 8 || be16(&d[l4 + 2]) != 4791 || ip_end > d.size() || ip_end < l4 + 8 + 12 + 4)
+        if (d.size() < l4 + 8 || be16(&d[l4 + 2]) != 4791 || ip_end > d.size() ||
+            ip_end < l4 + 8 + 12 + 4)
             continue;
         out.push_back({path + " frame " + std::to_string(idx), std::move(d), l3, ip_end - 4});
     }
@@ -252,18 +240,15 @@ std::vector<roce_frame> load_roce_frames(const std::string &path)
     return out;
 }
 
-std::vector<roce_frame> all_golden_frames()
-{
+std::vector<roce_frame> all_golden_frames() {
     std::vector<roce_frame> all;
     const std::string dir = UROCE_ICRC_GOLDEN_DIR;
     DIR *d = opendir(dir.c_str());
-    if (!d)
-        return all;
+    if (!d) return all;
     std::vector<std::string> names;
     while (dirent *e = readdir(d)) {
         const std::string n = e->d_name;
-        if (n.size() > 5 && n.compare(n.size() - 5, 5, ".pcap") == 0)
-            names.push_back(n);
+        if (n.size() > 5 && n.compare(n.size() - 5, 5, ".pcap") == 0) names.push_back(n);
     }
     closedir(d);
     std::sort(names.begin(), names.end());
@@ -275,8 +260,7 @@ std::vector<roce_frame> all_golden_frames()
 }
 
 /* Every RoCE packet in the rxe captures carries a correct ICRC. */
-TEST(icrc, golden_captures_all_match)
-{
+TEST(icrc, golden_captures_all_match) {
     const auto frames = all_golden_frames();
     ASSERT_GE(frames.size(), 691u) << "golden captures missing in " << UROCE_ICRC_GOLDEN_DIR;
     for_each_path([&] {
@@ -290,8 +274,7 @@ TEST(icrc, golden_captures_all_match)
 
 /* --- random packets against the naive reference --- */
 
-bytes random_packet(std::mt19937_64 &rng, bool v6, unsigned ihl, size_t payload)
-{
+bytes random_packet(std::mt19937_64 &rng, bool v6, unsigned ihl, size_t payload) {
     const size_t ip_len = v6 ? 40 : 4 * ihl;
     bytes p(ip_len + 8 + 12 + payload);
     for (auto &b : p)
@@ -300,8 +283,7 @@ bytes random_packet(std::mt19937_64 &rng, bool v6, unsigned ihl, size_t payload)
     return p;
 }
 
-TEST(icrc, random_packets_vs_reference)
-{
+TEST(icrc, random_packets_vs_reference) {
     std::mt19937_64 rng(2024);
     for_each_path([&] {
         for (int i = 0; i < 3000; i++) {
@@ -317,14 +299,12 @@ TEST(icrc, random_packets_vs_reference)
 
 /* Every length around the one-call/two-call boundary and the 16-byte phases,
  * and runts shorter than the headers (defined but meaningless values). */
-TEST(icrc, all_lengths_and_runts)
-{
+TEST(icrc, all_lengths_and_runts) {
     std::mt19937_64 rng(77);
     for_each_path([&] {
         for (bool v6 : {false, true}) {
             for (unsigned ihl : {5u, 6u, 15u}) {
-                if (v6 && ihl != 5)
-                    continue;
+                if (v6 && ihl != 5) continue;
                 const bytes full = random_packet(rng, v6, ihl, 400);
                 for (size_t len = 0; len <= full.size(); len++) {
                     /* An exact-size heap copy: ASan catches any over-read. */
@@ -332,24 +312,26 @@ TEST(icrc, all_lengths_and_runts)
                     std::memcpy(p, full.data(), len);
                     const uint32_t got = icrc_compute(p, len);
                     delete[] p;
-                    ASSERT_EQ(got, icrc_reference(full.data(), len)) << "v6 " << v6 << " ihl " << ihl << " len " << len;
+                    ASSERT_EQ(got, icrc_reference(full.data(), len))
+                        << "v6 " << v6 << " ihl " << ihl << " len " << len;
                 }
             }
         }
     });
 }
 
-TEST(icrc, masked_fields_do_not_matter_others_do)
-{
+TEST(icrc, masked_fields_do_not_matter_others_do) {
     std::mt19937_64 rng(3);
     for (bool v6 : {false, true}) {
         bytes p = random_packet(rng, v6, 5, 100);
         const uint32_t base = icrc_compute(p.data(), p.size());
         const std::vector<std::pair<size_t, uint8_t>> masked =
-            v6 ? std::vector<std::pair<size_t, uint8_t>>{{0, 0x0F}, {1, 0xFF}, {2, 0xFF}, {3, 0xFF}, {7, 0xFF},
-                                                         {46, 0xFF}, {47, 0xFF}, {52, 0xFF}}
-               : std::vector<std::pair<size_t, uint8_t>>{{1, 0xFF}, {8, 0xFF}, {10, 0xFF}, {11, 0xFF},
-                                                         {26, 0xFF}, {27, 0xFF}, {32, 0xFF}};
+            v6 ? std::vector<std::pair<size_t, uint8_t>>{{0, 0x0F},  {1, 0xFF}, {2, 0xFF},
+                                                         {3, 0xFF},  {7, 0xFF}, {46, 0xFF},
+                                                         {47, 0xFF}, {52, 0xFF}}
+               : std::vector<std::pair<size_t, uint8_t>>{{1, 0xFF},  {8, 0xFF},  {10, 0xFF},
+                                                         {11, 0xFF}, {26, 0xFF}, {27, 0xFF},
+                                                         {32, 0xFF}};
         for (auto [off, m] : masked) {
             bytes q = p;
             q[off] ^= m;
@@ -361,12 +343,9 @@ TEST(icrc, masked_fields_do_not_matter_others_do)
         for (size_t off = 0; off < p.size(); off++) {
             uint8_t m = 0xFF;
             for (auto [mo, mm] : masked)
-                if (mo == off)
-                    m = static_cast<uint8_t>(~mm);
-            if (off == 0)
-                m = v6 ? 0 : 0x01;
-            if (!m)
-                continue;
+                if (mo == off) m = static_cast<uint8_t>(~mm);
+            if (off == 0) m = v6 ? 0 : 0x01;
+            if (!m) continue;
             bytes q = p;
             q[off] ^= m;
             EXPECT_NE(icrc_compute(q.data(), q.size()), base) << "v6 " << v6 << " off " << off;
@@ -374,8 +353,7 @@ TEST(icrc, masked_fields_do_not_matter_others_do)
     }
 }
 
-TEST(icrc, incremental_matches_one_shot)
-{
+TEST(icrc, incremental_matches_one_shot) {
     std::mt19937_64 rng(11);
     for_each_path([&] {
         for (int i = 0; i < 500; i++) {
@@ -391,7 +369,8 @@ TEST(icrc, incremental_matches_one_shot)
                 icrc_update(s, p.data() + pos, n);
                 pos += n;
             }
-            ASSERT_EQ(icrc_finish(s), icrc_compute(p.data(), p.size())) << "len " << p.size() << " first " << first;
+            ASSERT_EQ(icrc_finish(s), icrc_compute(p.data(), p.size()))
+                << "len " << p.size() << " first " << first;
         }
     });
 }
@@ -404,11 +383,11 @@ rte_mempool *g_pool = nullptr;
  * rte_eal_cleanup), so it lives in a global environment with fixed
  * arguments -- never gtest's argv. */
 class eal_environment : public ::testing::Environment {
-public:
-    void SetUp() override
-    {
-        const char *args[] = {"uroce_icrc_test", "--no-huge", "-m", "256", "--no-pci", "--no-shconf",
-                              "--no-telemetry", "-l", "0", "--log-level=*:warning"};
+  public:
+    void SetUp() override {
+        const char *args[] = {
+            "uroce_icrc_test", "--no-huge",      "-m", "256", "--no-pci",
+            "--no-shconf",     "--no-telemetry", "-l", "0",   "--log-level=*:warning"};
         std::vector<char *> argv;
         for (const char *a : args)
             argv.push_back(const_cast<char *>(a));
@@ -416,14 +395,12 @@ public:
             std::fprintf(stderr, "rte_eal_init failed: %s\n", rte_strerror(rte_errno));
             return;
         }
-        g_pool = rte_pktmbuf_pool_create("icrc_test_pool", 8191, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
-        if (!g_pool)
-            std::fprintf(stderr, "mbuf pool: %s\n", rte_strerror(rte_errno));
+        g_pool = rte_pktmbuf_pool_create("icrc_test_pool", 8191, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+                                         SOCKET_ID_ANY);
+        if (!g_pool) std::fprintf(stderr, "mbuf pool: %s\n", rte_strerror(rte_errno));
     }
-    void TearDown() override
-    {
-        if (g_pool)
-            rte_mempool_free(g_pool);
+    void TearDown() override {
+        if (g_pool) rte_mempool_free(g_pool);
         g_pool = nullptr;
         rte_eal_cleanup();
     }
@@ -433,8 +410,7 @@ public:
     ::testing::AddGlobalTestEnvironment(new eal_environment);
 
 /* Splits 'frame' into a chain of segments of random sizes (1..max_seg). */
-rte_mbuf *make_chain(const bytes &frame, std::mt19937_64 &rng, size_t max_seg)
-{
+rte_mbuf *make_chain(const bytes &frame, std::mt19937_64 &rng, size_t max_seg) {
     rte_mbuf *head = nullptr;
     size_t pos = 0;
     do {
@@ -464,8 +440,7 @@ rte_mbuf *make_chain(const bytes &frame, std::mt19937_64 &rng, size_t max_seg)
     return head;
 }
 
-TEST(icrc_mbuf, random_chains_match_linear)
-{
+TEST(icrc_mbuf, random_chains_match_linear) {
     ASSERT_NE(g_pool, nullptr) << "EAL/mempool not initialised";
     std::mt19937_64 rng(31337);
     for (int i = 0; i < 2000; i++) {
@@ -490,8 +465,7 @@ TEST(icrc_mbuf, random_chains_match_linear)
     }
 }
 
-TEST(icrc_mbuf, golden_frames_single_and_chained)
-{
+TEST(icrc_mbuf, golden_frames_single_and_chained) {
     ASSERT_NE(g_pool, nullptr) << "EAL/mempool not initialised";
     std::mt19937_64 rng(8);
     const auto frames = all_golden_frames();
@@ -501,16 +475,16 @@ TEST(icrc_mbuf, golden_frames_single_and_chained)
         for (size_t max_seg : {size_t(4096), size_t(16 + rng() % 100)}) {
             rte_mbuf *m = make_chain(fr.data, rng, max_seg);
             ASSERT_NE(m, nullptr);
-            EXPECT_EQ(icrc_compute_mbuf(m, static_cast<uint32_t>(fr.l3), static_cast<uint32_t>(fr.icrc)),
-                      icrc_read_wire(fr.data.data() + fr.icrc))
+            EXPECT_EQ(
+                icrc_compute_mbuf(m, static_cast<uint32_t>(fr.l3), static_cast<uint32_t>(fr.icrc)),
+                icrc_read_wire(fr.data.data() + fr.icrc))
                 << fr.where << " segs " << m->nb_segs;
             rte_pktmbuf_free(m);
         }
     }
 }
 
-TEST(icrc_mbuf, offsets_are_clamped)
-{
+TEST(icrc_mbuf, offsets_are_clamped) {
     ASSERT_NE(g_pool, nullptr);
     std::mt19937_64 rng(1);
     bytes frame = random_packet(rng, false, 5, 30);

@@ -31,10 +31,11 @@ std::vector<captured_frame> load(const char *name) {
 /* ------------------------------------------------------------------ AETH words */
 
 TEST(aeth_text, credit_table_matches_ibta_table_46) {
-    const int32_t want[31] = {0,    1,    2,    3,    4,    6,    8,    12,   16,    24,   32,
-                              48,   64,   96,   128,  192,  256,  384,  512,  768,   1024, 1536,
+    const int32_t want[31] = {0,    1,    2,    3,    4,    6,     8,     12,    16,   24,   32,
+                              48,   64,   96,   128,  192,  256,   384,   512,   768,  1024, 1536,
                               2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768};
-    for (uint8_t c = 0; c < 31; c++) EXPECT_EQ(aeth_credits(c), want[c]) << int(c);
+    for (uint8_t c = 0; c < 31; c++)
+        EXPECT_EQ(aeth_credits(c), want[c]) << int(c);
     EXPECT_EQ(aeth_credits(31), -1);
 }
 
@@ -44,7 +45,8 @@ TEST(aeth_text, rnr_timer_table_matches_ibta_table_48) {
     EXPECT_EQ(rnr_timer_ns(14), 1280000u);  /* 1.28 ms */
     EXPECT_EQ(rnr_timer_ns(18), 5120000u);  /* 5.12 ms */
     EXPECT_EQ(rnr_timer_ns(31), 491520000u);
-    for (uint8_t c = 2; c < 32; c++) EXPECT_GT(rnr_timer_ns(c), rnr_timer_ns(c - 1)) << int(c);
+    for (uint8_t c = 2; c < 32; c++)
+        EXPECT_GT(rnr_timer_ns(c), rnr_timer_ns(c - 1)) << int(c);
 }
 
 TEST(aeth_text, syndromes_in_words) {
@@ -199,7 +201,7 @@ TEST(flows, read_requests_consume_several_psns) {
     rp.add(build(req, ib_opcode::rc_send_only, 14, 4));
     rp.add(build(rsp, ib_opcode::rc_rdma_read_response_first, 10, 1024));
     rp.add(build(rsp, ib_opcode::rc_rdma_read_response_middle, 11, 1024));
-    rp.add(build(rsp, ib_opcode::rc_rdma_read_response_last, 13, 1024)); /* 12 lost */
+    rp.add(build(rsp, ib_opcode::rc_rdma_read_response_last, 13, 1024));  /* 12 lost */
     rp.add(build(rsp, ib_opcode::rc_rdma_read_response_first, 12, 1024)); /* retried READ */
     auto v = rp.flows.flows();
     ASSERT_EQ(v.size(), 2u);
@@ -258,10 +260,10 @@ TEST(analyzer, masked_fields_are_checked_by_other_means) {
         uint8_t mask;
         const char *error;
     } cases[] = {
-        {14 + 1, 0x04, err_ipv4_checksum},      /* DSCP: masked in the ICRC */
-        {14 + 8, 0x01, err_ipv4_checksum},      /* TTL */
-        {14 + 10, 0x10, err_ipv4_checksum},     /* the checksum itself */
-        {14 + 20 + 6, 0x01, err_udp_checksum},  /* a UDP checksum where RoCE sends 0 */
+        {14 + 1, 0x04, err_ipv4_checksum},         /* DSCP: masked in the ICRC */
+        {14 + 8, 0x01, err_ipv4_checksum},         /* TTL */
+        {14 + 10, 0x10, err_ipv4_checksum},        /* the checksum itself */
+        {14 + 20 + 6, 0x01, err_udp_checksum},     /* a UDP checksum where RoCE sends 0 */
         {14 + 20 + 8 + 4, 0x01, err_bth_reserved}, /* BTH byte 4 reserved bit */
     };
     for (const auto &c : cases) {
@@ -367,7 +369,8 @@ TEST(analyzer, ipv6_and_vlan_paths) {
 TEST(check, a_lone_mac_for_a_busy_ip_is_flagged) {
     roce_path p = test_path(0x0a000001, 0x0a000002);
     replay rp;
-    for (uint32_t i = 0; i < 20; i++) rp.add(build(p, ib_opcode::rc_send_only, i, 4));
+    for (uint32_t i = 0; i < 20; i++)
+        rp.add(build(p, ib_opcode::rc_send_only, i, 4));
     auto odd = build(p, ib_opcode::rc_send_only, 20, 4);
     odd[3] ^= 0xff; /* destination MAC: invisible to the ICRC */
     EXPECT_TRUE(rp.add(odd).error.empty());
@@ -385,7 +388,8 @@ TEST(check, golden_captures_pass) {
     for (const char *name : {"rc_pingpong.pcap", "ib_write_bw.pcap", "ud_pingpong.pcap",
                              "rping_rdmacm.pcap", "ib_atomic_bw.pcap", "published-vectors.pcap"}) {
         replay rp;
-        for (const auto &f : load(name)) rp.add(f.bytes);
+        for (const auto &f : load(name))
+            rp.add(f.bytes);
         EXPECT_TRUE(rp.check.finish().empty()) << name;
         EXPECT_FALSE(rp.check.failed()) << name << "\n" << rp.check.format();
     }

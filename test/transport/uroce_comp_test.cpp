@@ -188,7 +188,8 @@ TEST_F(comp, completions_in_order_across_opcodes) {
         EXPECT_EQ(sw[i].status, wc_status::success);
     }
     EXPECT_EQ(target, 4u);
-    for (int i = 0; i < 4; ++i) EXPECT_EQ(res[i], uint64_t(i));
+    for (int i = 0; i < 4; ++i)
+        EXPECT_EQ(res[i], uint64_t(i));
 }
 
 } // namespace

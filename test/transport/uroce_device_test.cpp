@@ -69,7 +69,8 @@ TEST_F(device_t, partial_tx_is_counted_and_recovered) {
                   verbs_error::ok);
     auto sw = poll_n(a.scq, 8);
     ASSERT_EQ(sw.size(), 8u);
-    for (auto &e : sw) EXPECT_EQ(e.status, wc_status::success);
+    for (auto &e : sw)
+        EXPECT_EQ(e.status, wc_status::success);
     EXPECT_EQ(src, dst);
     EXPECT_GT(a.ctx->counters().tx_drops, 0u);
     EXPECT_GT(a.qp->cnt.retransmits, 0u);
@@ -87,7 +88,8 @@ TEST_F(device_t, qp_lookup_and_close_with_work_outstanding) {
     ASSERT_EQ(post_one(a, wr_opcode::rdma_write, src.data(), 4096, ms, 1,
                        reinterpret_cast<uint64_t>(dst.data()), mr_rkey(md)),
               verbs_error::ok);
-    for (int i = 0; i < 10; ++i) pump();
+    for (int i = 0; i < 10; ++i)
+        pump();
     /* closing with a retransmit timer armed and frames queued must be clean (ASan) */
     close_device(a.ctx);
     a.ctx = nullptr;

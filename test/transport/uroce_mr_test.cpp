@@ -50,7 +50,8 @@ TEST(mr_table_test, keys_and_staleness) {
     uint64_t base = 0x10000;
     EXPECT_EQ(mr_check(t, again.lkey, &p1, access_remote_read, base, 4096, &out), mr_status::ok);
     EXPECT_EQ(mr_check(t, again.lkey, &p2, access_remote_read, base, 16, &out), mr_status::bad_pd);
-    EXPECT_EQ(mr_check(t, again.lkey, &p1, access_remote_write, base, 16, &out), mr_status::no_access);
+    EXPECT_EQ(mr_check(t, again.lkey, &p1, access_remote_write, base, 16, &out),
+              mr_status::no_access);
     EXPECT_EQ(mr_check(t, again.lkey, &p1, 0, base + 4096, 1, &out), mr_status::out_of_range);
     EXPECT_EQ(mr_check(t, again.lkey, &p1, 0, base - 1, 2, &out), mr_status::out_of_range);
     EXPECT_EQ(mr_check(t, again.lkey, &p1, 0, base + 1, UINT64_MAX, &out), mr_status::out_of_range);

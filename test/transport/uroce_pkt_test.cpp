@@ -33,12 +33,26 @@ roce_path make_path(bool v6, bool vlan) {
 
 TEST(pkt_test, frames_agree_with_the_wire_library) {
     using O = ib_opcode;
-    const O ops[] = {O::rc_send_first, O::rc_send_middle, O::rc_send_last, O::rc_send_last_imm,
-                     O::rc_send_only, O::rc_send_only_imm, O::rc_send_last_inv, O::rc_send_only_inv,
-                     O::rc_rdma_write_first, O::rc_rdma_write_only_imm, O::rc_rdma_read_request,
-                     O::rc_rdma_read_response_first, O::rc_rdma_read_response_middle,
-                     O::rc_acknowledge, O::rc_atomic_acknowledge, O::rc_compare_swap,
-                     O::rc_fetch_add, O::uc_send_only, O::uc_rdma_write_last_imm, O::ud_send_only_imm};
+    const O ops[] = {O::rc_send_first,
+                     O::rc_send_middle,
+                     O::rc_send_last,
+                     O::rc_send_last_imm,
+                     O::rc_send_only,
+                     O::rc_send_only_imm,
+                     O::rc_send_last_inv,
+                     O::rc_send_only_inv,
+                     O::rc_rdma_write_first,
+                     O::rc_rdma_write_only_imm,
+                     O::rc_rdma_read_request,
+                     O::rc_rdma_read_response_first,
+                     O::rc_rdma_read_response_middle,
+                     O::rc_acknowledge,
+                     O::rc_atomic_acknowledge,
+                     O::rc_compare_swap,
+                     O::rc_fetch_add,
+                     O::uc_send_only,
+                     O::uc_rdma_write_last_imm,
+                     O::ud_send_only_imm};
     std::vector<uint8_t> payload(4096);
     fill_pattern(payload.data(), payload.size(), 3);
     for (bool v6 : {false, true})
@@ -71,27 +85,40 @@ TEST(pkt_test, frames_agree_with_the_wire_library) {
                     rte_mbuf *m = pkt_build(test_pool(), t, b, x, &src, len, 0x4321);
                     ASSERT_NE(m, nullptr);
                     roce_packet p;
-                    ASSERT_EQ(parse_frame_verified(rte_pktmbuf_mtod(m, const uint8_t *), m->pkt_len, p),
-                              parse_error::ok)
-                        << opcode_name(to_u8(op)) << " len " << len << " v6 " << v6 << " vlan " << vlan;
+                    ASSERT_EQ(
+                        parse_frame_verified(rte_pktmbuf_mtod(m, const uint8_t *), m->pkt_len, p),
+                        parse_error::ok)
+                        << opcode_name(to_u8(op)) << " len " << len << " v6 " << v6 << " vlan "
+                        << vlan;
                     EXPECT_EQ(p.opcode, to_u8(op));
                     EXPECT_EQ(p.psn(), 0xabcdefu);
                     EXPECT_EQ(p.dest_qp(), 0x123456u);
                     EXPECT_EQ(p.bth()->ack_req(), len == 3);
                     EXPECT_EQ(p.payload_len, len);
                     EXPECT_EQ(std::memcmp(p.payload(), payload.data(), len), 0);
-                    if (p.reth()) { EXPECT_EQ(p.reth()->va(), x.va); }
-                    if (p.aeth()) { EXPECT_EQ(p.aeth()->msn(), 77u); }
-                    if (p.immdt()) { EXPECT_EQ(p.immdt()->imm_raw(), x.imm_raw); }
-                    if (p.deth()) { EXPECT_EQ(p.deth()->src_qp(), 0x42u); }
-                    if (p.ip_version == 4) { EXPECT_EQ(p.ipv4()->ttl, 17); }
+                    if (p.reth()) {
+                        EXPECT_EQ(p.reth()->va(), x.va);
+                    }
+                    if (p.aeth()) {
+                        EXPECT_EQ(p.aeth()->msn(), 77u);
+                    }
+                    if (p.immdt()) {
+                        EXPECT_EQ(p.immdt()->imm_raw(), x.imm_raw);
+                    }
+                    if (p.deth()) {
+                        EXPECT_EQ(p.deth()->src_qp(), 0x42u);
+                    }
+                    if (p.ip_version == 4) {
+                        EXPECT_EQ(p.ipv4()->ttl, 17);
+                    }
                     /* our in-place check agrees, and leaves the frame as it was */
                     std::vector<uint8_t> before(rte_pktmbuf_mtod(m, uint8_t *),
                                                 rte_pktmbuf_mtod(m, uint8_t *) + m->pkt_len);
                     roce_packet q;
                     ASSERT_EQ(parse_mbuf(m, q), parse_error::ok);
                     EXPECT_TRUE(pkt_icrc_ok(q, m));
-                    EXPECT_EQ(std::memcmp(before.data(), rte_pktmbuf_mtod(m, uint8_t *), m->pkt_len), 0);
+                    EXPECT_EQ(
+                        std::memcmp(before.data(), rte_pktmbuf_mtod(m, uint8_t *), m->pkt_len), 0);
                     rte_pktmbuf_free(m);
                 }
             }
@@ -176,7 +203,8 @@ TEST(pkt_test, icrc_and_copy_on_mbuf_chains) {
         EXPECT_EQ(std::memcmp(out.data(), payload.data() + 1000, 5), 0);
         /* one flipped bit in the last segment is caught */
         rte_mbuf *last = c;
-        while (last->next) last = last->next;
+        while (last->next)
+            last = last->next;
         rte_pktmbuf_mtod(last, uint8_t *)[0] ^= 1;
         EXPECT_FALSE(pkt_icrc_ok(p, c));
         rte_pktmbuf_free(c);

@@ -107,13 +107,14 @@ TEST_F(qp_sm, missing_required_attributes) {
     qp *q = fresh(qp_type::rc);
     EXPECT_EQ(modify_qp(q, init_attr(), init_mask & ~qp_attr_access_flags), verbs_error::inval);
     ASSERT_EQ(modify_qp(q, init_attr(), init_mask), verbs_error::ok);
-    for (unsigned bit : {unsigned(qp_attr_av), unsigned(qp_attr_path_mtu), unsigned(qp_attr_dest_qpn),
-                         unsigned(qp_attr_rq_psn), unsigned(qp_attr_max_dest_rd_atomic),
-                         unsigned(qp_attr_min_rnr_timer)})
+    for (unsigned bit : {unsigned(qp_attr_av), unsigned(qp_attr_path_mtu),
+                         unsigned(qp_attr_dest_qpn), unsigned(qp_attr_rq_psn),
+                         unsigned(qp_attr_max_dest_rd_atomic), unsigned(qp_attr_min_rnr_timer)})
         EXPECT_EQ(modify_qp(q, rtr_attr(), rtr_mask & ~bit), verbs_error::inval) << bit;
     ASSERT_EQ(modify_qp(q, rtr_attr(), rtr_mask), verbs_error::ok);
-    for (unsigned bit : {unsigned(qp_attr_sq_psn), unsigned(qp_attr_timeout), unsigned(qp_attr_retry_cnt),
-                         unsigned(qp_attr_rnr_retry), unsigned(qp_attr_max_qp_rd_atomic)})
+    for (unsigned bit :
+         {unsigned(qp_attr_sq_psn), unsigned(qp_attr_timeout), unsigned(qp_attr_retry_cnt),
+          unsigned(qp_attr_rnr_retry), unsigned(qp_attr_max_qp_rd_atomic)})
         EXPECT_EQ(modify_qp(q, rts_attr(), rts_mask & ~bit), verbs_error::inval) << bit;
     EXPECT_EQ(q->state, qp_state::rtr); /* a refused modify changes nothing */
 }
@@ -142,15 +143,18 @@ TEST_F(qp_sm, unexpected_attributes_and_transitions) {
     ASSERT_EQ(modify_qp(c, init_attr(), init_mask), verbs_error::ok);
     EXPECT_EQ(modify_qp(c, rtr_attr(), rtr_mask), verbs_error::inval);
     EXPECT_EQ(modify_qp(c, rtr_attr(),
-                        qp_attr_state | qp_attr_av | qp_attr_path_mtu | qp_attr_dest_qpn | qp_attr_rq_psn),
+                        qp_attr_state | qp_attr_av | qp_attr_path_mtu | qp_attr_dest_qpn |
+                            qp_attr_rq_psn),
               verbs_error::ok);
     /* CUR_STATE must match */
     at = qp_attr{};
     at.qp_state = qp_state::rts;
     at.cur_qp_state = qp_state::init;
-    EXPECT_EQ(modify_qp(c, at, qp_attr_state | qp_attr_sq_psn | qp_attr_cur_state), verbs_error::inval);
+    EXPECT_EQ(modify_qp(c, at, qp_attr_state | qp_attr_sq_psn | qp_attr_cur_state),
+              verbs_error::inval);
     at.cur_qp_state = qp_state::rtr;
-    EXPECT_EQ(modify_qp(c, at, qp_attr_state | qp_attr_sq_psn | qp_attr_cur_state), verbs_error::ok);
+    EXPECT_EQ(modify_qp(c, at, qp_attr_state | qp_attr_sq_psn | qp_attr_cur_state),
+              verbs_error::ok);
 }
 
 TEST_F(qp_sm, value_ranges) {
@@ -203,7 +207,8 @@ TEST_F(qp_sm, reset_discards_and_err_flushes_rq) {
     ASSERT_EQ(modify_qp(q, init_attr(), init_mask), verbs_error::ok);
     uint8_t buf[16];
     mr *m = reg(a, buf, 16);
-    for (int i = 0; i < 4; ++i) ASSERT_EQ(post_recv_buf(a, buf, 16, m, i, q), verbs_error::ok);
+    for (int i = 0; i < 4; ++i)
+        ASSERT_EQ(post_recv_buf(a, buf, 16, m, i, q), verbs_error::ok);
     EXPECT_EQ(post_recv_buf(a, buf, 16, m, 5, q), verbs_error::nomem);
     qp_attr at;
     at.qp_state = qp_state::err;

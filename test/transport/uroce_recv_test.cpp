@@ -72,7 +72,8 @@ TEST_F(recv, drops_are_counted_and_harmless) {
     b.ctx->rx_burst(&m, 1);
     EXPECT_EQ(dc.rx_parse_errors, 1u);
     EXPECT_EQ(dc.rx_pkts, 6u);
-    for (uint8_t v : dst) ASSERT_EQ(v, 0);
+    for (uint8_t v : dst)
+        ASSERT_EQ(v, 0);
     EXPECT_EQ(b.qp->cnt.rx_pkts, 0u);
     /* the same packet, intact, is accepted */
     m = craft(to_u8(ib_opcode::rc_rdma_write_only), qp_num(b.qp));

@@ -65,17 +65,20 @@ TEST_F(req, segmentation_at_every_mtu) {
         ASSERT_EQ(poll_n(a.scq, 4).size(), 4u);
         auto v = from_a();
         using O = ib_opcode;
-        std::vector<uint8_t> expect = {to_u8(O::rc_rdma_write_first), to_u8(O::rc_rdma_write_middle),
-                                       to_u8(O::rc_rdma_write_middle), to_u8(O::rc_rdma_write_last),
-                                       to_u8(O::rc_rdma_write_only), to_u8(O::rc_rdma_read_request),
-                                       to_u8(O::rc_rdma_write_only)};
+        std::vector<uint8_t> expect = {
+            to_u8(O::rc_rdma_write_first),  to_u8(O::rc_rdma_write_middle),
+            to_u8(O::rc_rdma_write_middle), to_u8(O::rc_rdma_write_last),
+            to_u8(O::rc_rdma_write_only),   to_u8(O::rc_rdma_read_request),
+            to_u8(O::rc_rdma_write_only)};
         ASSERT_EQ(v.size(), expect.size()) << bytes;
-        for (size_t i = 0; i < v.size(); ++i) EXPECT_EQ(v[i].opcode, expect[i]) << bytes << " " << i;
+        for (size_t i = 0; i < v.size(); ++i)
+            EXPECT_EQ(v[i].opcode, expect[i]) << bytes << " " << i;
         EXPECT_EQ(v[3].payload, 5u);
         EXPECT_EQ(v[4].payload, bytes);
         EXPECT_EQ(v[6].payload, 0u);
         /* PSNs: 4 + 1 for the writes, the READ takes ceil((2*mtu+1)/mtu) = 3 */
-        for (size_t i = 0; i < 6; ++i) EXPECT_EQ(v[i].psn, psn_add(psn0, uint32_t(i)));
+        for (size_t i = 0; i < 6; ++i)
+            EXPECT_EQ(v[i].psn, psn_add(psn0, uint32_t(i)));
         EXPECT_EQ(v[6].psn, psn_add(psn0, 5 + 3));
         /* AckReq on the last packet of each message only (short messages) */
         EXPECT_FALSE(v[0].ack_req);
@@ -100,7 +103,8 @@ TEST_F(req, send_opcodes_with_imm_and_inv) {
     std::vector<uint8_t> src(2500), dst(2500);
     mr *ms = reg(a, src.data(), src.size());
     mr *md = reg(b, dst.data(), dst.size());
-    for (int i = 0; i < 3; ++i) ASSERT_EQ(post_recv_buf(b, dst.data(), 2500, md, i), verbs_error::ok);
+    for (int i = 0; i < 3; ++i)
+        ASSERT_EQ(post_recv_buf(b, dst.data(), 2500, md, i), verbs_error::ok);
     sge s{reinterpret_cast<uint64_t>(src.data()), 2500, mr_lkey(ms)};
     send_wr w;
     w.sg_list = &s;
@@ -118,12 +122,13 @@ TEST_F(req, send_opcodes_with_imm_and_inv) {
     ASSERT_EQ(poll_n(b.rcq, 3).size(), 3u);
     auto v = from_a();
     using O = ib_opcode;
-    std::vector<uint8_t> expect = {to_u8(O::rc_send_first), to_u8(O::rc_send_middle),
+    std::vector<uint8_t> expect = {to_u8(O::rc_send_first),    to_u8(O::rc_send_middle),
                                    to_u8(O::rc_send_last_imm), to_u8(O::rc_send_first),
-                                   to_u8(O::rc_send_middle), to_u8(O::rc_send_last_inv),
+                                   to_u8(O::rc_send_middle),   to_u8(O::rc_send_last_inv),
                                    to_u8(O::rc_send_only_imm)};
     ASSERT_EQ(v.size(), expect.size());
-    for (size_t i = 0; i < v.size(); ++i) EXPECT_EQ(v[i].opcode, expect[i]) << i;
+    for (size_t i = 0; i < v.size(); ++i)
+        EXPECT_EQ(v[i].opcode, expect[i]) << i;
 }
 
 TEST_F(req, ack_req_every_n_and_window) {
@@ -139,7 +144,8 @@ TEST_F(req, ack_req_every_n_and_window) {
         wire.push_back({p.opcode, p.psn(), p.bth()->ack_req(), p.payload_len, from == a.port});
         if (from == b.port) last_acked = psn_add(p.psn(), 1);
         if (from == a.port)
-            max_outstanding = std::max<size_t>(max_outstanding, size_t(psn_diff(p.psn(), last_acked)) + 1);
+            max_outstanding =
+                std::max<size_t>(max_outstanding, size_t(psn_diff(p.psn(), last_acked)) + 1);
         return true;
     });
     ASSERT_EQ(post_one(a, wr_opcode::rdma_write, src.data(), 256 * 300, ms, 1,
@@ -168,7 +174,8 @@ TEST_F(req, max_rd_atomic_limits_outstanding_reads) {
     int in_flight = 0, max_in_flight = 0;
     link->set_filter([&](rte_mbuf *m, const memlink_port *) {
         roce_packet p = peek(m);
-        if (p.opcode == to_u8(ib_opcode::rc_rdma_read_request)) max_in_flight = std::max(max_in_flight, ++in_flight);
+        if (p.opcode == to_u8(ib_opcode::rc_rdma_read_request))
+            max_in_flight = std::max(max_in_flight, ++in_flight);
         if (p.opcode == to_u8(ib_opcode::rc_rdma_read_response_only)) --in_flight;
         return true;
     });
@@ -278,7 +285,8 @@ TEST_F(req, dereg_with_wrs_in_flight_is_a_local_protection_error) {
     ASSERT_EQ(post_one(a, wr_opcode::rdma_write, src.data(), 8192, ms, 1,
                        reinterpret_cast<uint64_t>(dst.data()), mr_rkey(md)),
               verbs_error::ok);
-    for (int i = 0; i < 20; ++i) pump();
+    for (int i = 0; i < 20; ++i)
+        pump();
     /* the source goes away; the retransmission must not read it */
     ASSERT_EQ(dereg_mr(ms), verbs_error::ok);
     auto sw = poll_n(a.scq, 1);
@@ -294,13 +302,15 @@ TEST_F(req, dereg_with_wrs_in_flight_is_a_local_protection_error) {
     ASSERT_EQ(post_one(a, wr_opcode::rdma_read, back.data(), 4096, mb, 2,
                        reinterpret_cast<uint64_t>(dst.data()), mr_rkey(md)),
               verbs_error::ok);
-    for (int i = 0; i < 20; ++i) pump();
+    for (int i = 0; i < 20; ++i)
+        pump();
     ASSERT_EQ(dereg_mr(mb), verbs_error::ok);
     link->set_filter(nullptr); /* the responses flow now */
     sw = poll_n(a.scq, 1);
     ASSERT_EQ(sw.size(), 1u);
     EXPECT_EQ(sw[0].status, wc_status::loc_prot_err);
-    for (uint8_t v : back) ASSERT_EQ(v, 0x5a);
+    for (uint8_t v : back)
+        ASSERT_EQ(v, 0x5a);
 }
 
 TEST_F(req, sqd_drains_then_resumes) {

@@ -78,7 +78,8 @@ TEST_F(resp, duplicate_send_and_write_not_executed_twice) {
     ASSERT_EQ(post_one(a, wr_opcode::send, src.data(), 100, ms, 3), verbs_error::ok);
     auto sw = poll_n(a.scq, 3);
     ASSERT_EQ(sw.size(), 3u);
-    for (auto &e : sw) EXPECT_EQ(e.status, wc_status::success);
+    for (auto &e : sw)
+        EXPECT_EQ(e.status, wc_status::success);
     settle();
     wc rw[8];
     int n = poll_cq(b.rcq, 8, rw);
@@ -224,9 +225,11 @@ TEST_F(resp, rkey_bounds_and_access_errors) {
         EXPECT_EQ(sw[0].status, wc_status::rem_access_err) << int(c.op) << " " << c.what;
         EXPECT_EQ(sw[1].status, wc_status::wr_flush_err);
         EXPECT_EQ(b.qp->cnt.access_naks_sent, 1u);
-        for (uint8_t x : remote) ASSERT_EQ(x, 0x33);
+        for (uint8_t x : remote)
+            ASSERT_EQ(x, 0x33);
         if (c.op == wr_opcode::rdma_read) {
-            for (uint8_t x : local) ASSERT_EQ(x, 0x44);
+            for (uint8_t x : local)
+                ASSERT_EQ(x, 0x44);
         }
         EXPECT_EQ(a.qp->state, qp_state::err);
         EXPECT_EQ(b.qp->state, qp_state::err);
@@ -247,11 +250,12 @@ TEST_F(resp, dereg_in_the_middle_of_a_write_stops_it) {
     inject(b, a.qp, to_u8(ib_opcode::rc_rdma_write_first), psn, x, pl.data(), 1024, false);
     EXPECT_EQ(remote[1023], 0x6b);
     ASSERT_EQ(dereg_mr(mrem), verbs_error::ok);
-    inject(b, a.qp, to_u8(ib_opcode::rc_rdma_write_middle), psn_add(psn, 1), ext_fields{}, pl.data(),
-           1024, false);
+    inject(b, a.qp, to_u8(ib_opcode::rc_rdma_write_middle), psn_add(psn, 1), ext_fields{},
+           pl.data(), 1024, false);
     EXPECT_EQ(b.qp->cnt.access_naks_sent, 1u);
     EXPECT_EQ(b.qp->state, qp_state::err);
-    for (size_t i = 1024; i < remote.size(); ++i) ASSERT_EQ(remote[i], 0) << i;
+    for (size_t i = 1024; i < remote.size(); ++i)
+        ASSERT_EQ(remote[i], 0) << i;
 }
 
 TEST_F(resp, qp_access_flags_checked) {
@@ -303,7 +307,8 @@ TEST_F(resp, opcode_sequence_error_is_invalid_request) {
     EXPECT_EQ(b.qp->cnt.opcode_seq_errors, 1u);
     EXPECT_EQ(b.qp->cnt.inv_req_naks_sent, 1u);
     EXPECT_EQ(b.qp->state, qp_state::err);
-    for (uint8_t v : dst) ASSERT_EQ(v, 0);
+    for (uint8_t v : dst)
+        ASSERT_EQ(v, 0);
 }
 
 TEST_F(resp, wrong_payload_size_is_invalid_request) {
@@ -327,7 +332,8 @@ TEST_F(resp, rnr_nak_carries_min_rnr_timer) {
     uint8_t syndrome = 0;
     link->set_filter([&](rte_mbuf *m, const memlink_port *) {
         roce_packet p = peek(m);
-        if (p.opcode == to_u8(ib_opcode::rc_acknowledge) && !syndrome) syndrome = p.aeth()->syndrome;
+        if (p.opcode == to_u8(ib_opcode::rc_acknowledge) && !syndrome)
+            syndrome = p.aeth()->syndrome;
         return true;
     });
     ASSERT_EQ(post_one(a, wr_opcode::send, src.data(), 100, ms, 1), verbs_error::ok);
@@ -440,7 +446,8 @@ struct atomic_worker : pair_fixture {
          * let these two run on every CPU so they really overlap */
         cpu_set_t all;
         CPU_ZERO(&all);
-        for (int c = 0; c < CPU_SETSIZE; ++c) CPU_SET(c, &all);
+        for (int c = 0; c < CPU_SETSIZE; ++c)
+            CPU_SET(c, &all);
         pthread_setaffinity_np(pthread_self(), sizeof(all), &all);
         idle_step_ns = 1000;
         static const uint8_t macs[2][2][6] = {{{2, 1, 0, 0, 0, 1}, {2, 1, 0, 0, 0, 2}},
@@ -498,7 +505,8 @@ TEST(resp_threads, atomics_are_atomic_across_qps_and_threads) {
     std::thread t1([&] { w1.run(1, &fails[1]); });
     t0.join();
     t1.join();
-    std::printf("threads ran on cpus %llx / %llx\n", (unsigned long long)w0.cpus, (unsigned long long)w1.cpus);
+    std::printf("threads ran on cpus %llx / %llx\n", (unsigned long long)w0.cpus,
+                (unsigned long long)w1.cpus);
     EXPECT_EQ(fails[0] + fails[1], 0u);
     EXPECT_EQ(shared_target, uint64_t(2 * per_thread));
 }

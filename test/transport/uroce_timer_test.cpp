@@ -107,7 +107,8 @@ TEST(timer_wheel_test, beyond_one_revolution_and_long_jumps) {
         w.arm(ts[i], 300'000'000, uint64_t(i) * 1'000'000);
     }
     w.advance(2'000'000'000);
-    for (auto &c : cs) EXPECT_EQ(c.fired, 1);
+    for (auto &c : cs)
+        EXPECT_EQ(c.fired, 1);
 }
 
 TEST(psn_test, arithmetic) {

@@ -27,9 +27,9 @@ namespace uroce::test {
 class eal_env : public ::testing::Environment {
   public:
     void SetUp() override {
-        static const char *argv[] = {"uroce_test", "--no-huge", "-m", "512", "--no-pci",
-                                     "--no-shconf", "--no-telemetry", "-l", "0",
-                                     "--log-level=*:warning"};
+        static const char *argv[] = {
+            "uroce_test",  "--no-huge",      "-m", "512", "--no-pci",
+            "--no-shconf", "--no-telemetry", "-l", "0",   "--log-level=*:warning"};
         int argc = int(sizeof(argv) / sizeof(argv[0]));
         int rc = rte_eal_init(argc, const_cast<char **>(argv));
         ASSERT_GE(rc, 0) << "rte_eal_init: " << rte_strerror(rte_errno);
@@ -39,8 +39,8 @@ class eal_env : public ::testing::Environment {
 inline rte_mempool *test_pool() {
     static rte_mempool *mp = [] {
         /* room for a 4096-byte MTU frame plus headers */
-        return rte_pktmbuf_pool_create("uroce_tp", 16383, 256, 0,
-                                       RTE_PKTMBUF_HEADROOM + 4096 + 256, SOCKET_ID_ANY);
+        return rte_pktmbuf_pool_create("uroce_tp", 16383, 256, 0, RTE_PKTMBUF_HEADROOM + 4096 + 256,
+                                       SOCKET_ID_ANY);
     }();
     return mp;
 }
@@ -118,9 +118,7 @@ class pair_fixture : public ::testing::Test {
         return gid::from_ipv4(i == 0 ? 0x0a000001 : 0x0a000002);
     }
 
-    void SetUp() override {
-        ASSERT_NE(test_pool(), nullptr);
-    }
+    void SetUp() override { ASSERT_NE(test_pool(), nullptr); }
 
     /* Build both devices and an RC/UC/UD QP pair in RTS. */
     void setup_pair(const memlink_config &cfg = {}) {
@@ -204,8 +202,8 @@ class pair_fixture : public ::testing::Test {
             at.retry_cnt = opt.retry_cnt;
             at.rnr_retry = opt.rnr_retry;
             at.max_rd_atomic = opt.max_rd_atomic;
-            mask |= qp_attr_timeout | qp_attr_retry_cnt | qp_attr_rnr_retry |
-                    qp_attr_max_qp_rd_atomic;
+            mask |=
+                qp_attr_timeout | qp_attr_retry_cnt | qp_attr_rnr_retry | qp_attr_max_qp_rd_atomic;
         }
         ASSERT_EQ(modify_qp(q, at, mask), verbs_error::ok);
     }
@@ -259,7 +257,8 @@ class pair_fixture : public ::testing::Test {
             [&] {
                 wc tmp[64];
                 int k = poll_cq(c, 64, tmp);
-                for (int i = 0; i < k; ++i) out.push_back(tmp[i]);
+                for (int i = 0; i < k; ++i)
+                    out.push_back(tmp[i]);
                 return out.size() >= n;
             },
             max_ns);

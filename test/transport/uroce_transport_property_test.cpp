@@ -75,27 +75,30 @@ class property : public pair_fixture {
     std::vector<sge> split(uint8_t *base, uint64_t off, uint32_t len, uint32_t lkey) {
         unsigned n = 1 + unsigned(rnd(opt.max_sge));
         std::vector<uint32_t> cuts = {0, len};
-        for (unsigned i = 1; i < n; ++i) cuts.push_back(uint32_t(rnd(len + 1)));
+        for (unsigned i = 1; i < n; ++i)
+            cuts.push_back(uint32_t(rnd(len + 1)));
         std::sort(cuts.begin(), cuts.end());
         std::vector<sge> v;
         for (size_t i = 0; i + 1 < cuts.size(); ++i)
-            v.push_back({reinterpret_cast<uint64_t>(base + off + cuts[i]), cuts[i + 1] - cuts[i], lkey});
+            v.push_back(
+                {reinterpret_cast<uint64_t>(base + off + cuts[i]), cuts[i + 1] - cuts[i], lkey});
         return v;
     }
 
     void dump(const stream &st, uint64_t wr_id) {
         qp *q = st.req->qp;
-        std::printf("req: wr %llu failed; sq_comp %u req.wqe %u sq_head %u req.psn %06x comp.psn %06x "
-                    "max_sent %06x off %llu rd_out %u\n",
-                    (unsigned long long)wr_id, q->sq_comp, q->req.wqe, q->sq_head, q->req.psn,
-                    q->comp.psn, q->req.max_psn_sent, (unsigned long long)q->req.offset,
-                    q->req.rd_atomic_outstanding);
+        std::printf(
+            "req: wr %llu failed; sq_comp %u req.wqe %u sq_head %u req.psn %06x comp.psn %06x "
+            "max_sent %06x off %llu rd_out %u\n",
+            (unsigned long long)wr_id, q->sq_comp, q->req.wqe, q->sq_head, q->req.psn, q->comp.psn,
+            q->req.max_psn_sent, (unsigned long long)q->req.offset, q->req.rd_atomic_outstanding);
         qp *r = st.resp->qp;
-        std::printf("resp: ePSN %06x nak_sent %d in_msg %d outq %u..%u ack_pending %d\n", r->resp.psn,
-                    r->resp.nak_sent, int(r->resp.in_msg), r->resp.outq_tail, r->resp.outq_head,
-                    r->resp.ack_pending);
+        std::printf("resp: ePSN %06x nak_sent %d in_msg %d outq %u..%u ack_pending %d\n",
+                    r->resp.psn, r->resp.nak_sent, int(r->resp.in_msg), r->resp.outq_tail,
+                    r->resp.outq_head, r->resp.ack_pending);
         for (const auto &d : qp_counter_table)
-            std::printf("  %s req=%llu resp=%llu\n", d.name, (unsigned long long)counter_value(q->cnt, d),
+            std::printf("  %s req=%llu resp=%llu\n", d.name,
+                        (unsigned long long)counter_value(q->cnt, d),
                         (unsigned long long)counter_value(r->cnt, d));
     }
 
@@ -109,7 +112,8 @@ class property : public pair_fixture {
         st.tgt.assign(area, 0x22);
         st.rcv.assign(area, 0x33);
         st.atom.assign(atomic_slots, 0);
-        for (size_t i = 0; i < atomic_slots; ++i) st.atom[i] = rng();
+        for (size_t i = 0; i < atomic_slots; ++i)
+            st.atom[i] = rng();
         st.m_rdst = st.rdst;
         st.m_tgt = st.tgt;
         st.m_rcv = st.rcv;
@@ -140,7 +144,8 @@ class property : public pair_fixture {
                            : r < 82 ? wr_opcode::rdma_read
                            : r < 91 ? wr_opcode::atomic_cmp_and_swp
                                     : wr_opcode::atomic_fetch_and_add;
-            bool atomic = op == wr_opcode::atomic_cmp_and_swp || op == wr_opcode::atomic_fetch_and_add;
+            bool atomic =
+                op == wr_opcode::atomic_cmp_and_swp || op == wr_opcode::atomic_fetch_and_add;
             uint32_t len = atomic ? 8 : pick_size();
             if (batch_bytes + len > 3 * area / 4 && !atomic) len = uint32_t(rnd(4097));
             /* Within a batch, WRITEs target one half of tgt and READs read
@@ -255,7 +260,8 @@ class property : public pair_fixture {
                 << "seed " << seed << " batch " << s.batches << " wr " << e.wr_id << ": "
                 << wc_status_str(e.status);
         ASSERT_EQ(sw.size(), s.exp_send.size()) << "seed " << seed << " batch " << s.batches;
-        for (size_t i = 0; i < sw.size(); ++i) ASSERT_EQ(sw[i].wr_id, s.exp_send[i]) << "seed " << seed;
+        for (size_t i = 0; i < sw.size(); ++i)
+            ASSERT_EQ(sw[i].wr_id, s.exp_send[i]) << "seed " << seed;
         auto rw = poll_n(s.resp->rcq, s.exp_recv.size());
         ASSERT_EQ(rw.size(), s.exp_recv.size());
         for (size_t i = 0; i < rw.size(); ++i) {
@@ -340,25 +346,35 @@ class property : public pair_fixture {
         EXPECT_GT(ls.corrupted, 0u);
         EXPECT_GT(a.ctx->counters().rx_icrc_errors + b.ctx->counters().rx_icrc_errors, 0u);
         EXPECT_GT(a.qp->cnt.retransmits, 0u);
-        std::printf("seed %llu mtu %u%s: %u WRs in %u batches; link %llu frames, %llu dropped, "
-                    "%llu reordered, %llu duplicated, %llu corrupted; A: %llu retransmits, %llu "
-                    "timeouts, %llu seq NAKs; B: %llu dup requests, %llu dup reads, %llu dup atomics\n",
-                    (unsigned long long)seed, mtu_to_bytes(m), bidir ? " (both ways)" : "",
-                    ab->posted + ba->posted, ab->batches, (unsigned long long)ls.tx,
-                    (unsigned long long)ls.dropped, (unsigned long long)ls.reordered,
-                    (unsigned long long)ls.duplicated, (unsigned long long)ls.corrupted,
-                    (unsigned long long)a.qp->cnt.retransmits, (unsigned long long)a.qp->cnt.timeouts,
-                    (unsigned long long)a.qp->cnt.seq_naks_rcvd,
-                    (unsigned long long)b.qp->cnt.dup_requests, (unsigned long long)b.qp->cnt.dup_reads,
-                    (unsigned long long)b.qp->cnt.dup_atomics);
+        std::printf(
+            "seed %llu mtu %u%s: %u WRs in %u batches; link %llu frames, %llu dropped, "
+            "%llu reordered, %llu duplicated, %llu corrupted; A: %llu retransmits, %llu "
+            "timeouts, %llu seq NAKs; B: %llu dup requests, %llu dup reads, %llu dup atomics\n",
+            (unsigned long long)seed, mtu_to_bytes(m), bidir ? " (both ways)" : "",
+            ab->posted + ba->posted, ab->batches, (unsigned long long)ls.tx,
+            (unsigned long long)ls.dropped, (unsigned long long)ls.reordered,
+            (unsigned long long)ls.duplicated, (unsigned long long)ls.corrupted,
+            (unsigned long long)a.qp->cnt.retransmits, (unsigned long long)a.qp->cnt.timeouts,
+            (unsigned long long)a.qp->cnt.seq_naks_rcvd, (unsigned long long)b.qp->cnt.dup_requests,
+            (unsigned long long)b.qp->cnt.dup_reads, (unsigned long long)b.qp->cnt.dup_atomics);
     }
 };
 
-TEST_F(property, mtu_256) { run_seed(1, mtu::mtu_256, 600); }
-TEST_F(property, mtu_1024) { run_seed(2, mtu::mtu_1024, 1500); }
-TEST_F(property, mtu_2048) { run_seed(3, mtu::mtu_2048, 1500); }
-TEST_F(property, mtu_4096) { run_seed(4, mtu::mtu_4096, 2000); }
-TEST_F(property, mtu_512) { run_seed(5, mtu::mtu_512, 1000); }
+TEST_F(property, mtu_256) {
+    run_seed(1, mtu::mtu_256, 600);
+}
+TEST_F(property, mtu_1024) {
+    run_seed(2, mtu::mtu_1024, 1500);
+}
+TEST_F(property, mtu_2048) {
+    run_seed(3, mtu::mtu_2048, 1500);
+}
+TEST_F(property, mtu_4096) {
+    run_seed(4, mtu::mtu_4096, 2000);
+}
+TEST_F(property, mtu_512) {
+    run_seed(5, mtu::mtu_512, 1000);
+}
 /* more seeds, MTU drawn from the seed */
 TEST_F(property, seeds_6_to_9) {
     for (uint64_t seed = 6; seed <= 9; ++seed) {

@@ -23,7 +23,8 @@ TEST_F(verbs_e2e, rc_send_all_sizes) {
     for (uint32_t len : {0u, 1u, 3u, 1023u, 1024u, 1025u, 4096u, 65537u}) {
         fill_pattern(src.data(), len, len);
         std::fill(dst.begin(), dst.end(), 0xee);
-        ASSERT_EQ(post_recv_buf(b, dst.data(), uint32_t(dst.size()), md, 100 + len), verbs_error::ok);
+        ASSERT_EQ(post_recv_buf(b, dst.data(), uint32_t(dst.size()), md, 100 + len),
+                  verbs_error::ok);
         ASSERT_EQ(post_one(a, wr_opcode::send, src.data(), len, ms, len), verbs_error::ok);
         auto rw = poll_n(b.rcq, 1);
         auto sw = poll_n(a.scq, 1);
@@ -199,7 +200,8 @@ TEST_F(verbs_e2e, rc_atomics) {
     ASSERT_EQ(sw.size(), 3u);
     EXPECT_EQ(sw[0].opcode, wc_opcode::fetch_add);
     EXPECT_EQ(sw[1].opcode, wc_opcode::comp_swap);
-    for (auto &e : sw) EXPECT_EQ(e.status, wc_status::success);
+    for (auto &e : sw)
+        EXPECT_EQ(e.status, wc_status::success);
     EXPECT_EQ(result[0], 100u);
     EXPECT_EQ(target[0], 123u);
     EXPECT_EQ(result[1], 5u);
@@ -227,7 +229,8 @@ TEST_F(verbs_e2e, misaligned_atomic_refused) {
     auto sw = poll_n(a.scq, 1);
     ASSERT_EQ(sw.size(), 1u);
     EXPECT_EQ(sw[0].status, wc_status::rem_inv_req_err);
-    for (uint8_t x : target) EXPECT_EQ(x, 0);
+    for (uint8_t x : target)
+        EXPECT_EQ(x, 0);
     qp_attr at;
     ASSERT_EQ(query_qp(a.qp, &at, 0, nullptr), verbs_error::ok);
     EXPECT_EQ(at.qp_state, qp_state::err);
@@ -245,7 +248,8 @@ TEST_F(verbs_e2e, max_sges_and_inline) {
     std::vector<sge> gs(32), ss(32);
     uint64_t total = 0;
     for (int i = 0; i < 32; ++i) {
-        gs[i] = {reinterpret_cast<uint64_t>(src.data() + i * 100), uint32_t(1 + i * 3), mr_lkey(ms)};
+        gs[i] = {reinterpret_cast<uint64_t>(src.data() + i * 100), uint32_t(1 + i * 3),
+                 mr_lkey(ms)};
         total += gs[i].length;
     }
     for (int i = 0; i < 32; ++i)
@@ -269,8 +273,10 @@ TEST_F(verbs_e2e, max_sges_and_inline) {
     EXPECT_EQ(rw[0].byte_len, total);
     /* reassemble both sides and compare */
     std::vector<uint8_t> sent, got;
-    for (auto &g : gs) sent.insert(sent.end(), (uint8_t *)g.addr, (uint8_t *)g.addr + g.length);
-    for (auto &s : ss) got.insert(got.end(), (uint8_t *)s.addr, (uint8_t *)s.addr + s.length);
+    for (auto &g : gs)
+        sent.insert(sent.end(), (uint8_t *)g.addr, (uint8_t *)g.addr + g.length);
+    for (auto &s : ss)
+        got.insert(got.end(), (uint8_t *)s.addr, (uint8_t *)s.addr + s.length);
     got.resize(total);
     EXPECT_EQ(sent, got);
 
@@ -355,9 +361,12 @@ TEST_F(verbs_e2e, srq_shared_by_two_qps) {
     recv_wr dummy;
     recv_wr *bad;
     EXPECT_EQ(post_recv(b1, &dummy, &bad), verbs_error::inval); /* QP with an SRQ */
-    ASSERT_EQ(post_one(a, wr_opcode::send, src.data(), 1000, ms, 1, 0, 0, send_signaled, a1), verbs_error::ok);
-    ASSERT_EQ(post_one(a, wr_opcode::send, src.data(), 500, ms, 2, 0, 0, send_signaled, a2), verbs_error::ok);
-    ASSERT_EQ(post_one(a, wr_opcode::send, src.data(), 10, ms, 3, 0, 0, send_signaled, a1), verbs_error::ok);
+    ASSERT_EQ(post_one(a, wr_opcode::send, src.data(), 1000, ms, 1, 0, 0, send_signaled, a1),
+              verbs_error::ok);
+    ASSERT_EQ(post_one(a, wr_opcode::send, src.data(), 500, ms, 2, 0, 0, send_signaled, a2),
+              verbs_error::ok);
+    ASSERT_EQ(post_one(a, wr_opcode::send, src.data(), 10, ms, 3, 0, 0, send_signaled, a1),
+              verbs_error::ok);
     auto rw = poll_n(b.rcq, 3);
     ASSERT_EQ(rw.size(), 3u);
     std::vector<uint32_t> qpns;

@@ -49,13 +49,15 @@ inline constexpr size_t min_roce_frame = 14 + 20 + 8 + 12 + 4;
 inline constexpr size_t max_roce_frame = 16384;
 
 uint32_t ones_sum(const uint8_t *p, size_t n, uint32_t sum = 0) {
-    for (size_t i = 0; i + 1 < n; i += 2) sum += uint32_t(p[i]) << 8 | p[i + 1];
+    for (size_t i = 0; i + 1 < n; i += 2)
+        sum += uint32_t(p[i]) << 8 | p[i + 1];
     if (n & 1) sum += uint32_t(p[n - 1]) << 8;
     return sum;
 }
 
 uint16_t fold(uint32_t sum) {
-    while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+    while (sum >> 16)
+        sum = (sum & 0xffff) + (sum >> 16);
     return uint16_t(sum);
 }
 
@@ -143,8 +145,8 @@ bool walk_frame(const uint8_t *f, size_t len, frame_addrs &a) {
 void analyzer::read_raw_bth(const uint8_t *f, size_t len) {
     /* A malformed packet is still named by its BTH where one can be read. */
     if (!rep_.addrs.has_ports) return;
-    size_t l4 = rep_.addrs.l3_offset +
-                (rep_.addrs.ip_version == 4 ? size_t(f[rep_.addrs.l3_offset] & 0x0f) * 4
+    size_t l4 = rep_.addrs.l3_offset + (rep_.addrs.ip_version == 4
+                                            ? size_t(f[rep_.addrs.l3_offset] & 0x0f) * 4
                                             : sizeof(ipv6_hdr));
     size_t b = l4 + sizeof(udp_hdr);
     if (len < b + sizeof(bth)) return;
@@ -233,8 +235,7 @@ void analyzer::run_extra_checks(const uint8_t *f) {
     if (resv != 0) {
         rep_.error = err_bth_reserved;
         char buf[64];
-        std::snprintf(buf, sizeof buf, "BTH byte 4 is 0x%02x: reserved bits set",
-                      p.bth()->resv8a);
+        std::snprintf(buf, sizeof buf, "BTH byte 4 is 0x%02x: reserved bits set", p.bth()->resv8a);
         rep_.detail = buf;
     }
 }
@@ -272,8 +273,8 @@ void analyzer::analyze_roce(const uint8_t *f, size_t len) {
 
 /* A frame that is not UDP to 4791 may still be a RoCE packet with one header
  * field corrupted: the EtherType (or VLAN TPID), the IP version/IHL byte, the
- * IPv4 flags/fragment offset, the IP protocol or the UDP destination port. Restore one such field at a time; if the strict
- * parser then accepts it AND its ICRC verifies (a 2^-32 coincidence
+ * IPv4 flags/fragment offset, the IP protocol or the UDP destination port. Restore one such field
+ * at a time; if the strict parser then accepts it AND its ICRC verifies (a 2^-32 coincidence
  * otherwise), it was RoCE and that field is the damage. */
 bool analyzer::try_repairs(const uint8_t *f, size_t len) {
     if (len < min_roce_frame || len > max_roce_frame) return false;
@@ -394,8 +395,8 @@ const frame_report &analyzer::analyze(uint64_t number, const uint8_t *data, uint
 
     bool ip = walk_frame(f, len, rep_.addrs);
     if (link_ != link_kind::ethernet) rep_.addrs.has_mac = false;
-    if (ip && !rep_.addrs.fragment && rep_.addrs.l4_proto == ip_proto_udp &&
-        rep_.addrs.has_ports && rep_.addrs.dst_port == rocev2_udp_port) {
+    if (ip && !rep_.addrs.fragment && rep_.addrs.l4_proto == ip_proto_udp && rep_.addrs.has_ports &&
+        rep_.addrs.dst_port == rocev2_udp_port) {
         analyze_roce(f, len);
         return rep_;
     }

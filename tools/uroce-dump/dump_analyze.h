@@ -79,14 +79,14 @@ struct frame_report {
     frame_addrs addrs;
 
     /* RoCE only. */
-    bool snapped = false;   /* caplen < wire length: headers shown, nothing verified */
-    bool parsed = false;    /* pkt is a valid parse of frame (or of the repaired copy) */
-    bool repaired = false;  /* pkt parsed only after restoring repair_field */
-    roce_packet pkt;        /* points into the analyzer's buffers; valid until the next frame */
+    bool snapped = false;  /* caplen < wire length: headers shown, nothing verified */
+    bool parsed = false;   /* pkt is a valid parse of frame (or of the repaired copy) */
+    bool repaired = false; /* pkt parsed only after restoring repair_field */
+    roce_packet pkt;       /* points into the analyzer's buffers; valid until the next frame */
     parse_error perr = parse_error::ok;
     bool icrc_checked = false;
     bool icrc_ok = false;
-    uint32_t icrc_stored = 0;   /* as the CRC value (wire bytes read little-endian) */
+    uint32_t icrc_stored = 0; /* as the CRC value (wire bytes read little-endian) */
     uint32_t icrc_expected = 0;
     roce_summary roce; /* parsed packets; snapped ones as far as captured */
     /* BTH fields read from the raw bytes when the strict parse failed, for context. */
@@ -115,14 +115,14 @@ struct analyze_options {
 };
 
 class analyzer {
-public:
+  public:
     analyzer(link_kind link, analyze_options opts) : link_(link), opts_(opts) {}
 
     /* Analyze one record; the report (and its pkt pointers) stay valid until the next call. */
     const frame_report &analyze(uint64_t number, const uint8_t *data, uint32_t caplen,
                                 uint32_t wire_len);
 
-private:
+  private:
     void analyze_roce(const uint8_t *f, size_t len);
     bool try_repairs(const uint8_t *f, size_t len);
     void read_raw_bth(const uint8_t *f, size_t len);

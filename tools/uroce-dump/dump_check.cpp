@@ -81,10 +81,10 @@ std::vector<flagged_frame> check_summary::finish() {
             std::string ip_s = ip_text(ip.second.data(), ip.first);
             char detail[200];
             std::snprintf(detail, sizeof detail,
-                          "%s uses MAC %s here but %s in %" PRIu64 " other frames",
-                          ip_s.c_str(), mac_text(m.data()).c_str(), mac_text(dom->data()).c_str(),
-                          dom_frames);
-            for (uint64_t n : u.roce_frames) out.push_back({n, err_l2_mismatch, detail});
+                          "%s uses MAC %s here but %s in %" PRIu64 " other frames", ip_s.c_str(),
+                          mac_text(m.data()).c_str(), mac_text(dom->data()).c_str(), dom_frames);
+            for (uint64_t n : u.roce_frames)
+                out.push_back({n, err_l2_mismatch, detail});
             /* Frames past the example list are counted, not listed. */
             for (uint64_t i = 0; i < u.roce_count; i++)
                 count_error(i < u.roce_frames.size() ? u.roce_frames[i] : 0, err_l2_mismatch);

@@ -8,8 +8,8 @@
  * packet whose source or destination MAC disagrees with the MAC its IP
  * address shows in at least ten times as many frames is reported as
  * l2-addr-mismatch (group MACs included: a flipped I/G bit is damage too;
- * a multicast IP maps to one multicast MAC, so it stays consistent). Captures where that is legitimate (an address moving
- * between hosts, merged captures) can use --lenient.
+ * a multicast IP maps to one multicast MAC, so it stays consistent). Captures where that is
+ * legitimate (an address moving between hosts, merged captures) can use --lenient.
  */
 #ifndef UROCE_DUMP_CHECK_H
 #define UROCE_DUMP_CHECK_H
@@ -31,7 +31,7 @@ struct flagged_frame {
 };
 
 class check_summary {
-public:
+  public:
     /* How many offending frame numbers each error keeps for the summary. */
     static constexpr size_t max_examples = 8;
 
@@ -47,14 +47,14 @@ public:
     /* "check: ..." summary lines. */
     std::string format() const;
 
-private:
+  private:
     struct error_count {
         uint64_t count = 0;
         std::vector<uint64_t> examples;
     };
     struct mac_use {
-        uint64_t frames = 0;                 /* all frames using this (IP, MAC) */
-        std::vector<uint64_t> roce_frames;   /* good RoCE frames using it (first few) */
+        uint64_t frames = 0;               /* all frames using this (IP, MAC) */
+        std::vector<uint64_t> roce_frames; /* good RoCE frames using it (first few) */
         uint64_t roce_count = 0;
     };
     using ip_key = std::pair<uint8_t, std::array<uint8_t, 16>>;

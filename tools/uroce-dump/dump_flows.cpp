@@ -154,7 +154,8 @@ void flow_table::add(const frame_report &r) {
 std::vector<std::pair<flow_key, const flow_stats *>> flow_table::flows() const {
     std::vector<std::pair<flow_key, const flow_stats *>> v;
     v.reserve(map_.size());
-    for (const auto &[k, s] : map_) v.emplace_back(k, &s);
+    for (const auto &[k, s] : map_)
+        v.emplace_back(k, &s);
     std::sort(v.begin(), v.end(), [](const auto &a, const auto &b) {
         return a.second->first_frame < b.second->first_frame;
     });
@@ -182,9 +183,9 @@ std::string flow_table::format() const {
         std::snprintf(line, sizeof line,
                       "  %-8s %8" PRIu64 " %10" PRIu64 " %10" PRIu64 " %10u %10u %14s %8" PRIu64
                       " %6" PRIu64 " %6" PRIu64 " %9" PRIu64 " %5" PRIu64 "\n",
-                      kind_text(s.transport_mask, v[i].first.role).c_str(), s.packets, s.wire_bytes, s.payload_bytes,
-                      s.first_psn, s.last_psn, gaps, s.retransmissions, s.acks, s.naks,
-                      s.rnr_naks, s.cnps);
+                      kind_text(s.transport_mask, v[i].first.role).c_str(), s.packets, s.wire_bytes,
+                      s.payload_bytes, s.first_psn, s.last_psn, gaps, s.retransmissions, s.acks,
+                      s.naks, s.rnr_naks, s.cnps);
         out += pad_right(names[i], w) + line;
     }
     return out;

@@ -53,15 +53,15 @@ struct flow_stats {
 
     /* Sequencing state. */
     bool have_req = false;
-    uint32_t next_req_psn = 0;  /* the next in-order request PSN */
-    uint32_t req_slack = 0;     /* extra PSNs a READ request may have consumed */
+    uint32_t next_req_psn = 0; /* the next in-order request PSN */
+    uint32_t req_slack = 0;    /* extra PSNs a READ request may have consumed */
     bool have_read_resp = false;
     uint32_t last_read_resp_psn = 0;
     bool read_resp_open = false; /* inside a multi-packet READ response */
 };
 
 class flow_table {
-public:
+  public:
     /* Counts a RoCE packet (parsed, or snapped with its BTH readable); others are ignored. */
     void add(const frame_report &r);
     /* Flows in order of first appearance. */
@@ -69,7 +69,7 @@ public:
     /* The --flows table (header + one line per flow). */
     std::string format() const;
 
-private:
+  private:
     std::map<flow_key, flow_stats> map_;
 };
 

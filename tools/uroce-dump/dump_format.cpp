@@ -27,16 +27,15 @@ __attribute__((format(printf, 2, 3))) void appendf(std::string &s, const char *f
 }
 
 /* IBTA 9.7.7.2 table 46 (the same numbers as rdmavt's credit_table). */
-constexpr int32_t credit_table[31] = {0,    1,    2,    3,    4,    6,     8,     12,
-                                      16,   24,   32,   48,   64,   96,    128,   192,
-                                      256,  384,  512,  768,  1024, 1536,  2048,  3072,
-                                      4096, 6144, 8192, 12288, 16384, 24576, 32768};
+constexpr int32_t credit_table[31] = {
+    0,   1,   2,   3,   4,    6,    8,    12,   16,   24,   32,   48,    64,    96,    128,  192,
+    256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768};
 
 /* IBTA 9.7.5.2.8 table 48, in units of 10 us (rxe_comp.c rnrnak_usec / 10). */
-constexpr uint32_t rnr_table_10us[32] = {
-    65536, 1,    2,    3,    4,    6,    8,     12,    16,    24,    32,
-    48,    64,   96,   128,  192,  256,  384,   512,   768,   1024,  1536,
-    2048,  3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152};
+constexpr uint32_t rnr_table_10us[32] = {65536, 1,    2,    3,     4,     6,     8,     12,
+                                         16,    24,   32,   48,    64,    96,    128,   192,
+                                         256,   384,  512,  768,   1024,  1536,  2048,  3072,
+                                         4096,  6144, 8192, 12288, 16384, 24576, 32768, 49152};
 
 const char *transport_ecn(uint8_t ecn) {
     switch (ecn) {
@@ -109,8 +108,7 @@ std::string aeth_syndrome_text(uint8_t syndrome) {
         break;
     case aeth_syndrome::type_rnr_nak: {
         uint64_t ns = rnr_timer_ns(v);
-        appendf(s, "RNR-NAK timer=%" PRIu64 ".%02" PRIu64 "ms", ns / 1000000,
-                (ns / 10000) % 100);
+        appendf(s, "RNR-NAK timer=%" PRIu64 ".%02" PRIu64 "ms", ns / 1000000, (ns / 10000) % 100);
         break;
     }
     case aeth_syndrome::type_nak:
@@ -143,7 +141,8 @@ std::string mac_text(const uint8_t *m) {
 std::string format_roce_fields(const frame_report &r) {
     const roce_packet &p = r.pkt;
     std::string s;
-    if (const deth *d = p.deth()) appendf(s, " DETH qkey=0x%08x srcQP=0x%06x", d->qkey(), d->src_qp());
+    if (const deth *d = p.deth())
+        appendf(s, " DETH qkey=0x%08x srcQP=0x%06x", d->qkey(), d->src_qp());
     if (const feth *f = p.feth())
         appendf(s, " FETH sel=%u plt=%u", f->selectivity_level(), f->placement_type());
     if (const reth *x = p.reth())
@@ -206,10 +205,8 @@ std::string format_line(const frame_report &r, const std::string &time, const fo
     if (!r.parsed) {
         if (r.snapped) {
             if (r.raw_bth)
-                appendf(s, " %s QP=0x%06x PSN=%u", opcode_name(r.raw_opcode), r.raw_qp,
-                        r.raw_psn);
-            appendf(s, " [snapped: %u of %u bytes captured, not verified]", r.caplen,
-                    r.wire_len);
+                appendf(s, " %s QP=0x%06x PSN=%u", opcode_name(r.raw_opcode), r.raw_qp, r.raw_psn);
+            appendf(s, " [snapped: %u of %u bytes captured, not verified]", r.caplen, r.wire_len);
             return s;
         }
         appendf(s, " MALFORMED %s", r.error.c_str());

@@ -44,20 +44,19 @@ struct options {
 };
 
 void usage(FILE *to) {
-    std::fputs(
-        "usage: uroce-dump [options] FILE\n"
-        "Decode RoCEv2 packets in a pcap or pcapng file (FILE '-' reads stdin).\n"
-        "  -c, --check      print only bad RoCE packets and a summary; exit 1 if any\n"
-        "  -f, --flows      per (source, destination, destination QP) statistics\n"
-        "  -F, --fields     tab-separated fields in tshark -T fields order (see doc)\n"
-        "  -r, --roce-only  do not print non-RoCE frames (they are counted)\n"
-        "  -e, --macs       print MAC addresses\n"
-        "  -l, --lenient    only parser and ICRC errors count: no IPv4/UDP checksum,\n"
-        "                   BTH reserved-bit or L2 address consistency checks\n"
-        "  -q, --quiet      with --check: the summary only\n"
-        "  -h, --help\n"
-        "Exit status: 0 ok, 1 --check found bad packets, 2 unusable input or usage.\n",
-        to);
+    std::fputs("usage: uroce-dump [options] FILE\n"
+               "Decode RoCEv2 packets in a pcap or pcapng file (FILE '-' reads stdin).\n"
+               "  -c, --check      print only bad RoCE packets and a summary; exit 1 if any\n"
+               "  -f, --flows      per (source, destination, destination QP) statistics\n"
+               "  -F, --fields     tab-separated fields in tshark -T fields order (see doc)\n"
+               "  -r, --roce-only  do not print non-RoCE frames (they are counted)\n"
+               "  -e, --macs       print MAC addresses\n"
+               "  -l, --lenient    only parser and ICRC errors count: no IPv4/UDP checksum,\n"
+               "                   BTH reserved-bit or L2 address consistency checks\n"
+               "  -q, --quiet      with --check: the summary only\n"
+               "  -h, --help\n"
+               "Exit status: 0 ok, 1 --check found bad packets, 2 unusable input or usage.\n",
+               to);
 }
 
 /* One-line error for input that cannot be used; always exit 2. */
@@ -102,8 +101,8 @@ int run(const options &o) {
             bad_input(o.path, "empty file, not a pcap or pcapng capture");
     }
     char errbuf[PCAP_ERRBUF_SIZE] = {};
-    pcap_t *pc = pcap_open_offline_with_tstamp_precision(o.path, PCAP_TSTAMP_PRECISION_NANO,
-                                                         errbuf);
+    pcap_t *pc =
+        pcap_open_offline_with_tstamp_precision(o.path, PCAP_TSTAMP_PRECISION_NANO, errbuf);
     if (!pc) bad_input(o.path, std::string("not a readable pcap/pcapng capture: ") + errbuf);
     int dlt = pcap_datalink(pc);
     link_kind link;
@@ -172,10 +171,14 @@ int main(int argc, char **argv) {
     using namespace uroce::dump;
     options o;
     static const struct option longopts[] = {
-        {"check", no_argument, nullptr, 'c'},     {"flows", no_argument, nullptr, 'f'},
-        {"fields", no_argument, nullptr, 'F'},    {"roce-only", no_argument, nullptr, 'r'},
-        {"macs", no_argument, nullptr, 'e'},      {"lenient", no_argument, nullptr, 'l'},
-        {"quiet", no_argument, nullptr, 'q'},     {"help", no_argument, nullptr, 'h'},
+        {"check", no_argument, nullptr, 'c'},
+        {"flows", no_argument, nullptr, 'f'},
+        {"fields", no_argument, nullptr, 'F'},
+        {"roce-only", no_argument, nullptr, 'r'},
+        {"macs", no_argument, nullptr, 'e'},
+        {"lenient", no_argument, nullptr, 'l'},
+        {"quiet", no_argument, nullptr, 'q'},
+        {"help", no_argument, nullptr, 'h'},
         {nullptr, 0, nullptr, 0},
     };
     int c;

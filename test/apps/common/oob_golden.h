@@ -43,7 +43,9 @@ struct tcp_capture {
     }
 };
 
-inline std::string oob_data_path(const char *name) { return std::string(UROCE_OOB_DATA_DIR) + "/" + name; }
+inline std::string oob_data_path(const char *name) {
+    return std::string(UROCE_OOB_DATA_DIR) + "/" + name;
+}
 
 /* tshark -z follow,tcp,hex: "OOOOOOOO  hh hh .. hh  hh .. hh  ascii", lines
  * of the second node indented by a tab. Byte i sits at column 10 + 3*i (+1
@@ -114,7 +116,8 @@ inline tcp_capture read_pcap_tcp(const std::string &path, uint16_t server_port, 
         uint16_t sport = static_cast<uint16_t>(b[t] << 8 | b[t + 1]);
         uint16_t dport = static_cast<uint16_t>(b[t + 2] << 8 | b[t + 3]);
         if (sport != server_port && dport != server_port) continue;
-        uint32_t seq = static_cast<uint32_t>(b[t + 4]) << 24 | static_cast<uint32_t>(b[t + 5]) << 16 |
+        uint32_t seq = static_cast<uint32_t>(b[t + 4]) << 24 |
+                       static_cast<uint32_t>(b[t + 5]) << 16 |
                        static_cast<uint32_t>(b[t + 6]) << 8 | b[t + 7];
         size_t thl = (b[t + 12] >> 4) * 4u;
         size_t plen = tot - ihl - thl;
@@ -125,10 +128,12 @@ inline tcp_capture read_pcap_tcp(const std::string &path, uint16_t server_port, 
             continue;
         }
         if (plen == 0) continue;
-        if (next_seq.count(from_client) && seq != next_seq[from_client]) continue; /* retransmission */
+        if (next_seq.count(from_client) && seq != next_seq[from_client])
+            continue; /* retransmission */
         next_seq[from_client] = seq + static_cast<uint32_t>(plen);
-        cap.chunks.push_back({from_client, std::vector<uint8_t>(b.begin() + static_cast<long>(t + thl),
-                                                                b.begin() + static_cast<long>(t + thl + plen))});
+        cap.chunks.push_back(
+            {from_client, std::vector<uint8_t>(b.begin() + static_cast<long>(t + thl),
+                                               b.begin() + static_cast<long>(t + thl + plen))});
     }
     return cap;
 }
@@ -137,7 +142,8 @@ inline tcp_capture read_pcap_tcp(const std::string &path, uint16_t server_port, 
  * reads, chunk by chunk, what the other side sends, in capture order. Returns
  * the bytes received from the other side; stops at the first failure. */
 inline std::vector<uint8_t> replay(oob::tcp_socket &sock, const tcp_capture &cap, bool as_client,
-                                   std::string &err, std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+                                   std::string &err,
+                                   std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
     std::vector<uint8_t> got;
     for (const auto &c : cap.chunks) {
         if (c.from_client == as_client) {

@@ -45,14 +45,15 @@ std::vector<uint8_t> chunk(const tcp_capture &cap, bool from_client, size_t inde
     return {};
 }
 
-template <size_t N>
-std::vector<uint8_t> vec(const std::array<uint8_t, N> &a) {
+template <size_t N> std::vector<uint8_t> vec(const std::array<uint8_t, N> &a) {
     return std::vector<uint8_t>(a.begin(), a.end());
 }
 
 /* The keys the stock tools exchanged in oob-ib_write_bw.txt. */
-const pt::key wbw_client{0, 1, 0x2b, 0x522350, 0x10f6, 0x00007f7918f62000ull, v4_gid(10, 77, 0, 12), 0};
-const pt::key wbw_server{0, 1, 0x2b, 0xa2f343, 0x0f87, 0x00007f0d1b1bf000ull, v4_gid(10, 77, 0, 11), 0};
+const pt::key wbw_client{0, 1, 0x2b, 0x522350, 0x10f6, 0x00007f7918f62000ull, v4_gid(10, 77, 0, 12),
+                         0};
+const pt::key wbw_server{0, 1, 0x2b, 0xa2f343, 0x0f87, 0x00007f0d1b1bf000ull, v4_gid(10, 77, 0, 11),
+                         0};
 
 } // namespace
 
@@ -79,14 +80,16 @@ TEST(perftest_wire, scalars) {
     EXPECT_EQ(vec(pt::format_double(1.0)), (std::vector<uint8_t>{0x3f, 0xf0, 0, 0, 0, 0, 0, 0}));
     auto v = pt::format_version("6.06");
     EXPECT_EQ(std::string(reinterpret_cast<const char *>(v.data())), "6.06");
-    for (size_t i = 4; i < 16; ++i) EXPECT_EQ(v[i], 0);
+    for (size_t i = 4; i < 16; ++i)
+        EXPECT_EQ(v[i], 0);
 }
 
 TEST(perftest_wire, key_formats) {
     auto g = pt::format_key(wbw_client, pt::key_format::gid);
     ASSERT_EQ(g.size(), 108u);
     EXPECT_EQ(std::string(reinterpret_cast<const char *>(g.data())),
-              "0000:0001:00002b:522350:000010f6:00007f7918f62000:00:00:00:00:00:00:00:00:00:00:ff:ff:0a:4d:00:0c:"
+              "0000:0001:00002b:522350:000010f6:00007f7918f62000:00:00:00:00:00:00:00:00:00:00:ff:"
+              "ff:0a:4d:00:0c:"
               "00000000:");
     auto n = pt::format_key(wbw_client, pt::key_format::no_gid);
     ASSERT_EQ(n.size(), 59u);
@@ -118,14 +121,15 @@ TEST(perftest_wire, malformed_keys) {
     auto r = bad(9, '-');
     ASSERT_FALSE(r);
     EXPECT_EQ(r.code(), errc::malformed);
-    EXPECT_EQ(r.message().rfind("malformed perftest KEY message from peer: expected ':' after OUT_READS: "
-                                "\"0000:0001-00002b",
-                                0),
-              0u)
+    EXPECT_EQ(
+        r.message().rfind("malformed perftest KEY message from peer: expected ':' after OUT_READS: "
+                          "\"0000:0001-00002b",
+                          0),
+        0u)
         << r.message();
-    EXPECT_FALSE(bad(60, 'q'));   /* a GID byte */
-    EXPECT_FALSE(bad(106, 'x'));  /* the SRQN's trailing ':' */
-    EXPECT_FALSE(bad(107, '!'));  /* the NUL */
+    EXPECT_FALSE(bad(60, 'q'));  /* a GID byte */
+    EXPECT_FALSE(bad(106, 'x')); /* the SRQN's trailing ':' */
+    EXPECT_FALSE(bad(107, '!')); /* the NUL */
     EXPECT_FALSE(pt::parse_key(std::vector<uint8_t>(100, '0')));
     auto n = pt::format_key(wbw_client, pt::key_format::no_gid);
     n[58] = 'x';
@@ -197,8 +201,8 @@ TEST(perftest_golden, write_bw_dump_messages) {
             /* ib_write_bw -s 65536 -n 200: the client's real report. */
             EXPECT_EQ(r->size, 65536u);
             EXPECT_EQ(r->iters, 200u);
-            EXPECT_NEAR(r->bw_peak, 34.61, 0.01);  /* MB/s */
-            EXPECT_NEAR(r->bw_avg, 22.28, 0.01);   /* MB/s */
+            EXPECT_NEAR(r->bw_peak, 34.61, 0.01);             /* MB/s */
+            EXPECT_NEAR(r->bw_avg, 22.28, 0.01);              /* MB/s */
             EXPECT_NEAR(r->msg_rate_avg, 0.000356, 0.000001); /* Mpps */
             EXPECT_GT(r->bw_peak, r->bw_avg);
         } else {
@@ -269,7 +273,8 @@ replay_result replay_session(const tcp_capture &cap, pt::config cfg, const pt::h
     EXPECT_TRUE(l) << l.message();
     const bool ours_is_client = cfg.side == pt::role::client;
     std::thread peer([&] {
-        result<tcp_socket> s = ours_is_client ? l->accept(3s) : connect_tcp("127.0.0.1", l->port(), 3s);
+        result<tcp_socket> s =
+            ours_is_client ? l->accept(3s) : connect_tcp("127.0.0.1", l->port(), 3s);
         if (!s) {
             rr.peer_err = s.message();
             return;
@@ -313,7 +318,8 @@ TEST(perftest_golden, write_bw_replay_both_roles) {
     cfg.test_timeout = 3s;
 
     for (bool ours_client : {true, false}) {
-        SCOPED_TRACE(ours_client ? "our client vs captured server" : "our server vs captured client");
+        SCOPED_TRACE(ours_client ? "our client vs captured server"
+                                 : "our server vs captured client");
         cfg.side = ours_client ? pt::role::client : pt::role::server;
         const pt::key mine = ours_client ? wbw_client : wbw_server;
         const pt::key theirs = ours_client ? wbw_server : wbw_client;
@@ -362,7 +368,8 @@ TEST(perftest_golden, send_lat_replay_both_roles) {
     cfg.timeout = 3s;
     cfg.test_timeout = 3s;
     for (bool ours_client : {true, false}) {
-        SCOPED_TRACE(ours_client ? "our client vs captured server" : "our server vs captured client");
+        SCOPED_TRACE(ours_client ? "our client vs captured server"
+                                 : "our server vs captured client");
         cfg.side = ours_client ? pt::role::client : pt::role::server;
         auto mine = pt::parse_key(chunk(cap, ours_client, 4));
         auto theirs = pt::parse_key(chunk(cap, !ours_client, 4));
@@ -420,13 +427,15 @@ pt::hooks make_hooks(bool client, const pt::config &c, side_stats &st) {
     h.create_local = [client, c](const pt::negotiated &n) -> result<std::vector<pt::key>> {
         EXPECT_EQ(n.remote_version, "6.06");
         std::vector<pt::key> v;
-        for (int i = 0; i < c.num_qps; ++i) v.push_back(make_key(client, i));
+        for (int i = 0; i < c.num_qps; ++i)
+            v.push_back(make_key(client, i));
         return v;
     };
     h.connect_qps = [client, c, &st](std::span<const pt::key> rem) -> result<void> {
         ++st.connects;
         EXPECT_EQ(rem.size(), static_cast<size_t>(c.num_qps));
-        for (int i = 0; i < static_cast<int>(rem.size()); ++i) EXPECT_EQ(rem[i], make_key(!client, i));
+        for (int i = 0; i < static_cast<int>(rem.size()); ++i)
+            EXPECT_EQ(rem[i], make_key(!client, i));
         return {};
     };
     h.prepare = [&st](uint64_t) -> result<void> {
@@ -458,8 +467,8 @@ struct loop_case {
 };
 
 std::string case_name(const loop_case &lc) {
-    return pt::test_name(lc.v, lc.k) + (lc.duplex ? " -b" : "") + (lc.run_all ? " -a" : "") + " -q " +
-           std::to_string(lc.qps);
+    return pt::test_name(lc.v, lc.k) + (lc.duplex ? " -b" : "") + (lc.run_all ? " -a" : "") +
+           " -q " + std::to_string(lc.qps);
 }
 
 /* How many runs each side performs, as perftest does. */
@@ -575,10 +584,12 @@ TEST(perftest_loopback, hand_shake_counts_match_captures) {
     };
     /* ib_write_bw: 3 + end-of-test + close = 5 (capture); ib_send_lat: 5
      * (capture); the others follow from their main(). */
-    for (auto w : {want{pt::verb::write, pt::test_kind::bw, 5}, want{pt::verb::send, pt::test_kind::lat, 5},
-                   want{pt::verb::send, pt::test_kind::bw, 5}, want{pt::verb::read, pt::test_kind::bw, 5},
-                   want{pt::verb::atomic, pt::test_kind::bw, 5}, want{pt::verb::write, pt::test_kind::lat, 4},
-                   want{pt::verb::read, pt::test_kind::lat, 5}, want{pt::verb::atomic, pt::test_kind::lat, 5}}) {
+    for (auto w :
+         {want{pt::verb::write, pt::test_kind::bw, 5}, want{pt::verb::send, pt::test_kind::lat, 5},
+          want{pt::verb::send, pt::test_kind::bw, 5}, want{pt::verb::read, pt::test_kind::bw, 5},
+          want{pt::verb::atomic, pt::test_kind::bw, 5},
+          want{pt::verb::write, pt::test_kind::lat, 4}, want{pt::verb::read, pt::test_kind::lat, 5},
+          want{pt::verb::atomic, pt::test_kind::lat, 5}}) {
         SCOPED_TRACE(pt::test_name(w.v, w.k));
         pt::config c;
         c.test_verb = w.v;
@@ -673,17 +684,21 @@ TEST(perftest_errors, version_too_old) {
         &hooks);
     ASSERT_FALSE(r);
     EXPECT_EQ(r.code(), errc::incompatible);
-    EXPECT_EQ(r.message(), "peer perftest version \"5.60\" is older than 5.70; perftest refuses to talk to it");
+    EXPECT_EQ(r.message(),
+              "peer perftest version \"5.60\" is older than 5.70; perftest refuses to talk to it");
     EXPECT_EQ(hooks, 0);
 }
 
 TEST(perftest_errors, peer_never_answers) {
     auto t0 = std::chrono::steady_clock::now();
     auto r = against_server(quick_config(), [](tcp_socket &s) { s.drain_until_eof(1s); });
-    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+    auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+            .count();
     ASSERT_FALSE(r);
     EXPECT_EQ(r.code(), errc::timeout);
-    EXPECT_EQ(r.message(), "timed out after 200 ms waiting for the perftest version (got 0 of 16 bytes)");
+    EXPECT_EQ(r.message(),
+              "timed out after 200 ms waiting for the perftest version (got 0 of 16 bytes)");
     EXPECT_LT(ms, 2000);
 }
 
@@ -698,7 +713,8 @@ TEST(perftest_errors, peer_closes_during_key_exchange) {
     });
     ASSERT_FALSE(r);
     EXPECT_EQ(r.code(), errc::peer_closed);
-    EXPECT_EQ(r.message(), "peer closed the connection during the key exchange (got 14 of 108 bytes)");
+    EXPECT_EQ(r.message(),
+              "peer closed the connection during the key exchange (got 14 of 108 bytes)");
 }
 
 TEST(perftest_errors, malformed_key_from_peer) {
@@ -712,7 +728,9 @@ TEST(perftest_errors, malformed_key_from_peer) {
     });
     ASSERT_FALSE(r);
     EXPECT_EQ(r.code(), errc::malformed);
-    EXPECT_EQ(r.message().rfind("malformed perftest KEY message from peer: LID is not 4 hex digits", 0), 0u)
+    EXPECT_EQ(
+        r.message().rfind("malformed perftest KEY message from peer: LID is not 4 hex digits", 0),
+        0u)
         << r.message();
 }
 

@@ -37,18 +37,25 @@ struct golden_case {
 std::vector<golden_case> golden_cases() {
     std::vector<golden_case> out;
     std::string err;
-    auto txt = uroce::test::read_follow_dump(uroce::test::oob_data_path("oob-ibv_rc_pingpong.txt"), err);
+    auto txt =
+        uroce::test::read_follow_dump(uroce::test::oob_data_path("oob-ibv_rc_pingpong.txt"), err);
     EXPECT_TRUE(err.empty()) << err;
-    out.push_back({"oob-ibv_rc_pingpong.txt", txt, {0, 0x11, 0x94a939, v4_gid(10, 77, 0, 12)},
+    out.push_back({"oob-ibv_rc_pingpong.txt",
+                   txt,
+                   {0, 0x11, 0x94a939, v4_gid(10, 77, 0, 12)},
                    {0, 0x11, 0xa0668a, v4_gid(10, 77, 0, 11)}});
     auto rc = uroce::test::read_pcap_tcp(uroce::test::golden_path("rc_pingpong.pcap"), 18515, err);
     EXPECT_TRUE(err.empty()) << err;
     /* Same run as the follow dump. */
-    out.push_back({"rc_pingpong.pcap", rc, {0, 0x11, 0x94a939, v4_gid(10, 77, 0, 12)},
+    out.push_back({"rc_pingpong.pcap",
+                   rc,
+                   {0, 0x11, 0x94a939, v4_gid(10, 77, 0, 12)},
                    {0, 0x11, 0xa0668a, v4_gid(10, 77, 0, 11)}});
     auto ud = uroce::test::read_pcap_tcp(uroce::test::golden_path("ud_pingpong.pcap"), 18515, err);
     EXPECT_TRUE(err.empty()) << err;
-    out.push_back({"ud_pingpong.pcap", ud, {0, 0x12, 0x4e5794, v4_gid(10, 77, 0, 12)},
+    out.push_back({"ud_pingpong.pcap",
+                   ud,
+                   {0, 0x12, 0x4e5794, v4_gid(10, 77, 0, 12)},
                    {0, 0x12, 0x15a340, v4_gid(10, 77, 0, 11)}});
     return out;
 }
@@ -219,7 +226,9 @@ TEST(pingpong_errors, peer_closes_mid_exchange) {
     t.join();
     ASSERT_FALSE(r);
     EXPECT_EQ(r.code(), errc::peer_closed);
-    EXPECT_EQ(r.message(), "peer closed the connection during the pingpong address exchange (got 11 of 52 bytes)");
+    EXPECT_EQ(
+        r.message(),
+        "peer closed the connection during the pingpong address exchange (got 11 of 52 bytes)");
 }
 
 TEST(pingpong_errors, server_never_answers) {
@@ -228,16 +237,21 @@ TEST(pingpong_errors, server_never_answers) {
     std::atomic<bool> stop{false};
     std::thread t([&] {
         auto s = l->accept(2s);
-        for (int i = 0; i < 100 && !stop; ++i) std::this_thread::sleep_for(10ms);
+        for (int i = 0; i < 100 && !stop; ++i)
+            std::this_thread::sleep_for(10ms);
     });
     auto t0 = std::chrono::steady_clock::now();
     auto r = pp::client_exchange("127.0.0.1", l->port(), {}, 200ms);
-    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+    auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+            .count();
     stop = true;
     t.join();
     ASSERT_FALSE(r);
     EXPECT_EQ(r.code(), errc::timeout);
-    EXPECT_EQ(r.message(), "timed out after 200 ms waiting for the pingpong address exchange (got 0 of 52 bytes)");
+    EXPECT_EQ(
+        r.message(),
+        "timed out after 200 ms waiting for the pingpong address exchange (got 0 of 52 bytes)");
     EXPECT_LT(ms, 2000);
 }
 
@@ -274,9 +288,10 @@ TEST(pingpong_errors, malformed_messages) {
     auto r = bad(4, '-');
     ASSERT_FALSE(r);
     EXPECT_EQ(r.code(), errc::malformed);
-    EXPECT_EQ(r.message().rfind("malformed pingpong address message from peer: expected ':' after the LID: "
-                                "\"0000-000011:94a939:",
-                                0),
+    EXPECT_EQ(r.message().rfind(
+                  "malformed pingpong address message from peer: expected ':' after the LID: "
+                  "\"0000-000011:94a939:",
+                  0),
               0u)
         << r.message();
     EXPECT_FALSE(bad(7, 'z'));
@@ -310,14 +325,18 @@ TEST(pingpong_errors, hook_failure_closes_without_reply) {
     result<pp::dest> srv = make_error(errc::io, "not run");
     std::thread t([&] {
         srv = pp::server_exchange(
-            *l, {}, [](const pp::dest &) -> result<void> { return make_error(errc::io, "modify QP to RTR failed"); },
+            *l, {},
+            [](const pp::dest &) -> result<void> {
+                return make_error(errc::io, "modify QP to RTR failed");
+            },
             2s, 2s);
     });
     auto cli = pp::client_exchange("127.0.0.1", l->port(), {}, 2s);
     t.join();
     ASSERT_FALSE(srv);
     EXPECT_EQ(srv.code(), errc::callback);
-    EXPECT_EQ(srv.message(), "could not connect to the remote QP before replying: modify QP to RTR failed");
+    EXPECT_EQ(srv.message(),
+              "could not connect to the remote QP before replying: modify QP to RTR failed");
     ASSERT_FALSE(cli);
     EXPECT_EQ(cli.code(), errc::peer_closed);
 }

@@ -36,7 +36,8 @@ pair_fixture make_pair() {
 
 long elapsed_ms(std::chrono::steady_clock::time_point t0) {
     return static_cast<long>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+            .count());
 }
 
 } // namespace
@@ -73,7 +74,8 @@ TEST(uroce_oob, read_exact_reassembles_split_writes) {
     auto r = p.server.read_exact(in, 2s, "split");
     t.join();
     ASSERT_TRUE(r) << r.message();
-    for (int i = 0; i < 8; ++i) EXPECT_EQ(in[i], i + 1);
+    for (int i = 0; i < 8; ++i)
+        EXPECT_EQ(in[i], i + 1);
 }
 
 TEST(uroce_oob, read_timeout_is_bounded_and_named) {
@@ -84,7 +86,8 @@ TEST(uroce_oob, read_timeout_is_bounded_and_named) {
     long ms = elapsed_ms(t0);
     ASSERT_FALSE(r);
     EXPECT_EQ(r.code(), errc::timeout);
-    EXPECT_EQ(r.message(), "timed out after 200 ms waiting for the key exchange (got 0 of 52 bytes)");
+    EXPECT_EQ(r.message(),
+              "timed out after 200 ms waiting for the key exchange (got 0 of 52 bytes)");
     EXPECT_GE(ms, 150);
     EXPECT_LT(ms, 2000);
 }
@@ -98,7 +101,8 @@ TEST(uroce_oob, peer_close_mid_message) {
     auto r = p.server.read_exact(in, 2s, "the key exchange");
     ASSERT_FALSE(r);
     EXPECT_EQ(r.code(), errc::peer_closed);
-    EXPECT_EQ(r.message(), "peer closed the connection during the key exchange (got 10 of 52 bytes)");
+    EXPECT_EQ(r.message(),
+              "peer closed the connection during the key exchange (got 10 of 52 bytes)");
 }
 
 TEST(uroce_oob, write_to_closed_peer_is_an_error_not_a_signal) {
@@ -192,7 +196,8 @@ TEST(uroce_oob, listen_on_a_busy_port) {
     auto b = tcp_listener::listen("127.0.0.1", a->port());
     ASSERT_FALSE(b);
     EXPECT_EQ(b.code(), errc::listen);
-    EXPECT_EQ(b.message(), "could not listen on 127.0.0.1:" + std::to_string(a->port()) + ": Address already in use");
+    EXPECT_EQ(b.message(), "could not listen on 127.0.0.1:" + std::to_string(a->port()) +
+                               ": Address already in use");
 }
 
 TEST(uroce_oob, errors_on_closed_socket) {

@@ -19,19 +19,21 @@ namespace {
 class eal_env : public ::testing::Environment {
   public:
     void SetUp() override {
-        static const char *argv[] = {"memlink_test", "--no-huge", "-m", "128", "--no-pci",
-                                     "--no-shconf", "--no-telemetry", "-l", "0",
-                                     "--log-level=*:warning"};
+        static const char *argv[] = {
+            "memlink_test", "--no-huge",      "-m", "128", "--no-pci",
+            "--no-shconf",  "--no-telemetry", "-l", "0",   "--log-level=*:warning"};
         ASSERT_GE(rte_eal_init(10, const_cast<char **>(argv)), 0);
     }
 };
 
 rte_mempool *pool() {
-    static rte_mempool *mp = rte_pktmbuf_pool_create("memlink_t", 8191, 256, 0, 2048 + 128, SOCKET_ID_ANY);
+    static rte_mempool *mp =
+        rte_pktmbuf_pool_create("memlink_t", 8191, 256, 0, 2048 + 128, SOCKET_ID_ANY);
     return mp;
 }
 
-const uint8_t mac1[6] = {2, 0, 0, 0, 0, 1}, mac2[6] = {2, 0, 0, 0, 0, 2}, mac3[6] = {2, 0, 0, 0, 0, 3};
+const uint8_t mac1[6] = {2, 0, 0, 0, 0, 1}, mac2[6] = {2, 0, 0, 0, 0, 2},
+              mac3[6] = {2, 0, 0, 0, 0, 3};
 
 rte_mbuf *frame(const uint8_t *dst, uint32_t seq, uint16_t len = 128) {
     rte_mbuf *m = rte_pktmbuf_alloc(pool());
@@ -53,7 +55,8 @@ std::vector<uint32_t> drain(memlink_port *p) {
     rte_mbuf *pk[64];
     uint16_t n;
     while ((n = p->rx_burst(pk, 64)) > 0) {
-        for (uint16_t i = 0; i < n; ++i) v.push_back(seq_of(pk[i]));
+        for (uint16_t i = 0; i < n; ++i)
+            v.push_back(seq_of(pk[i]));
         rte_pktmbuf_free_bulk(pk, n);
     }
     return v;
@@ -138,7 +141,8 @@ TEST(memlink_test, corruption_spares_the_ethernet_header) {
         const uint8_t *d = rte_pktmbuf_mtod(r, const uint8_t *);
         EXPECT_EQ(memcmp(d, mac2, 6), 0);
         int flipped = 0;
-        for (int k = 14; k < 64; ++k) flipped += __builtin_popcount(d[k]);
+        for (int k = 14; k < 64; ++k)
+            flipped += __builtin_popcount(d[k]);
         EXPECT_EQ(flipped, 1); /* exactly one bit, after byte 14 (seq was 0) */
         rte_pktmbuf_free(r);
     }
