@@ -5,7 +5,7 @@
 
 #include <rte_mbuf.h>
 
-#include "uroce_crc32.h"
+#include "uroce_icrc.h"
 #include "uroce_flow.h"
 
 namespace uroce {
@@ -64,77 +64,6 @@ static inline uint16_t ipv4_csum(const uint8_t *h) {
     while (sum >> 16)
         sum = (sum & 0xffff) + (sum >> 16);
     return uint16_t(~sum);
-}
-
-/* CRC of the invariant view of IP + UDP + BTH (IBTA Annex A17.3.3: variant
- * fields replaced by ones). l3 points at the IP header. */
-static inline uint32_t crc_masked_headers(uint32_t reg, const uint8_t *l3, unsigned l3_len) {
-    uint8_t tmp[sizeof(ipv6_hdr) + sizeof(udp_hdr) + sizeof(bth)];
-    unsigned n = l3_len + sizeof(udp_hdr) + sizeof(bth);
-    std::memcpy(tmp, l3, n);
-    if (l3_len == sizeof(ipv4_hdr)) {
-        tmp[1] = 0xff;            /* TOS */
-        tmp[8] = 0xff;            /* TTL */
-        tmp[10] = tmp[11] = 0xff; /* header checksum */
-    } else {
-        tmp[0] |= 0x0f; /* traffic class (low nibble of byte 0 ...) */
-        tmp[1] = 0xff;  /* ... and the flow label */
-        tmp[2] = tmp[3] = 0xff;
-        tmp[7] = 0xff; /* hop limit */
-    }
-    tmp[l3_len + 6] = tmp[l3_len + 7] = 0xff; /* UDP checksum */
-    tmp[l3_len + sizeof(udp_hdr) + 4] = 0xff; /* BTH resv8a (FECN, BECN) */
-    return crc32_update(reg, tmp, n);
-}
-
-/* The invariant-CRC view in place: set the variant fields of IP, UDP and
- * BTH to ones, remember what they were. One CRC call then covers the whole
- * frame from the IP header to the ICRC (small frames pay one call, not four;
- * a 4 KB frame is still in L1 from the copy that just wrote it). */
-struct variant_fields {
-    uint8_t ip[4];
-    uint8_t ip2;
-    uint8_t udp[2];
-    uint8_t bth4;
-};
-
-static inline void mask_variant(uint8_t *l3, unsigned l3_len, variant_fields &v) {
-    uint8_t *udp = l3 + l3_len;
-    uint8_t *bth4 = udp + sizeof(udp_hdr) + 4;
-    if (l3_len == sizeof(ipv4_hdr)) {
-        v.ip[0] = l3[1];
-        v.ip[1] = l3[8];
-        v.ip[2] = l3[10];
-        v.ip[3] = l3[11];
-        l3[1] = l3[8] = l3[10] = l3[11] = 0xff;
-    } else {
-        std::memcpy(v.ip, l3, 4);
-        v.ip2 = l3[7];
-        l3[0] |= 0x0f;
-        l3[1] = l3[2] = l3[3] = 0xff;
-        l3[7] = 0xff;
-    }
-    v.udp[0] = udp[6];
-    v.udp[1] = udp[7];
-    udp[6] = udp[7] = 0xff;
-    v.bth4 = *bth4;
-    *bth4 = 0xff;
-}
-
-static inline void unmask_variant(uint8_t *l3, unsigned l3_len, const variant_fields &v) {
-    uint8_t *udp = l3 + l3_len;
-    if (l3_len == sizeof(ipv4_hdr)) {
-        l3[1] = v.ip[0];
-        l3[8] = v.ip[1];
-        l3[10] = v.ip[2];
-        l3[11] = v.ip[3];
-    } else {
-        std::memcpy(l3, v.ip, 4);
-        l3[7] = v.ip2;
-    }
-    udp[6] = v.udp[0];
-    udp[7] = v.udp[1];
-    udp[sizeof(udp_hdr) + 4] = v.bth4;
 }
 
 rte_mbuf *pkt_build(rte_mempool *pool, const hdr_template &t, const bth_fields &b,
@@ -242,50 +171,20 @@ rte_mbuf *pkt_build(rte_mempool *pool, const hdr_template &t, const bth_fields &
         dst = f + hdr_len + payload_len;
     }
     if (pad) std::memset(dst, 0, pad);
-    /* the one CRC pass, over the frame while it is hot in L1 */
-    variant_fields v{};
-    mask_variant(l3, t.l3_len, v);
-    uint32_t reg = crc32_update(icrc_seed_after_lrh, l3, frame_len - icrc_len - t.l2_len);
-    unmask_variant(l3, t.l3_len, v);
-    store_le32(f + hdr_len + payload_len + pad, ~reg);
+    /* the one CRC pass, over the frame while it is hot in L1 (lib/icrc masks
+     * the variant header fields in registers, IBTA A17.3.3) */
+    icrc_write_wire(f + hdr_len + payload_len + pad,
+                    icrc_compute(l3, frame_len - icrc_len - t.l2_len));
     return m;
 }
 
-/* CRC over frame bytes [off, off+len) of an mbuf chain. */
-static uint32_t crc_mbuf_range(uint32_t reg, const rte_mbuf *m, uint32_t off, uint32_t len) {
-    while (m && off >= m->data_len) {
-        off -= m->data_len;
-        m = m->next;
-    }
-    while (m && len) {
-        uint32_t c = m->data_len - off;
-        if (c > len) c = len;
-        reg = crc32_update(reg, rte_pktmbuf_mtod_offset(m, const uint8_t *, off), c);
-        len -= c;
-        off = 0;
-        m = m->next;
-    }
-    return reg;
-}
-
 bool pkt_icrc_ok(const roce_packet &p, const rte_mbuf *m) {
-    unsigned l3_len = p.l4_offset - p.l3_offset;
-    if (m->nb_segs == 1) {
-        /* the frame is ours (the device frees it after this burst): mask in
-         * place, one CRC call, restore */
-        uint8_t *l3 = const_cast<uint8_t *>(p.hdr) + p.l3_offset;
-        variant_fields v{};
-        mask_variant(l3, l3_len, v);
-        uint32_t reg = crc32_update(icrc_seed_after_lrh, l3, p.icrc_offset - p.l3_offset);
-        unmask_variant(l3, l3_len, v);
-        return ~reg == load_le32(p.hdr + p.icrc_offset);
-    }
-    uint32_t reg = crc_masked_headers(icrc_seed_after_lrh, p.hdr + p.l3_offset, l3_len);
-    uint32_t rest = p.ext_offset;
-    reg = crc_mbuf_range(reg, m, rest, p.icrc_offset - rest);
-    uint8_t buf[4];
-    const uint8_t *s = static_cast<const uint8_t *>(rte_pktmbuf_read(m, p.icrc_offset, 4, buf));
-    return s && ~reg == load_le32(s);
+    if (m->nb_segs == 1)
+        return icrc_compute(p.hdr + p.l3_offset, p.icrc_offset - p.l3_offset) ==
+               icrc_read_wire(p.hdr + p.icrc_offset);
+    uint8_t buf[icrc_len];
+    const void *wire = rte_pktmbuf_read(m, p.icrc_offset, icrc_len, buf);
+    return wire && icrc_compute_mbuf(m, p.l3_offset, p.icrc_offset) == icrc_read_wire(wire);
 }
 
 void pkt_copy_payload(const roce_packet &p, const rte_mbuf *m, uint32_t off, uint8_t *dst,

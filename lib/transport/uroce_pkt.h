@@ -61,10 +61,6 @@ bool pkt_icrc_ok(const roce_packet &p, const rte_mbuf *m);
 void pkt_copy_payload(const roce_packet &p, const rte_mbuf *m, uint32_t off, uint8_t *dst,
                       uint32_t len);
 
-/* The CRC register after the 8 bytes of 0xFF that stand for the masked LRH
- * (rxe_icrc.c seeds with this value). */
-inline constexpr uint32_t icrc_seed_after_lrh = 0xdebb20e3u;
-
 } // namespace uroce
 
 #endif
