@@ -194,26 +194,6 @@ bool work_channel::comp_room(uint32_t n) {
     return head - comp_tail_seen_ + n <= cfg_.comp_depth;
 }
 
-static wc_opcode wc_opcode_of(wr_opcode op) {
-    switch (op) {
-    case wr_opcode::rdma_write:
-    case wr_opcode::rdma_write_with_imm:
-        return wc_opcode::rdma_write;
-    case wr_opcode::rdma_read:
-        return wc_opcode::rdma_read;
-    case wr_opcode::atomic_cmp_and_swp:
-        return wc_opcode::comp_swap;
-    case wr_opcode::atomic_fetch_and_add:
-        return wc_opcode::fetch_add;
-    case wr_opcode::local_inv:
-        return wc_opcode::local_inv;
-    case wr_opcode::bind_mw:
-        return wc_opcode::bind_mw;
-    default:
-        return wc_opcode::send;
-    }
-}
-
 /* The caller checked comp_room(1). */
 void work_channel::push_error(const slot &s, verbs_error e) {
     const uint32_t head = comp_head_.load(std::memory_order_relaxed);
@@ -222,7 +202,7 @@ void work_channel::push_error(const slot &s, verbs_error e) {
     c.wr_id = s.wr.wr_id;
     c.status = wc_status::loc_qp_op_err;
     c.vendor_err = uint32_t(e);
-    c.opcode = s.is_send ? wc_opcode_of(s.wr.opcode) : wc_opcode::recv;
+    c.opcode = s.is_send ? wc_opcode_for(s.wr.opcode) : wc_opcode::recv;
     c.qp_num = s.qpn;
     comp_head_.store(head + 1, std::memory_order_release);
     counter_add(srv_cnt_.post_errors);

@@ -18,22 +18,6 @@ static inline bool is_atomic_op(wr_opcode op) {
     return op == wr_opcode::atomic_cmp_and_swp || op == wr_opcode::atomic_fetch_and_add;
 }
 
-static wc_opcode send_wc_opcode(wr_opcode op) {
-    switch (op) {
-    case wr_opcode::rdma_write:
-    case wr_opcode::rdma_write_with_imm:
-        return wc_opcode::rdma_write;
-    case wr_opcode::rdma_read:
-        return wc_opcode::rdma_read;
-    case wr_opcode::atomic_cmp_and_swp:
-        return wc_opcode::comp_swap;
-    case wr_opcode::atomic_fetch_and_add:
-        return wc_opcode::fetch_add;
-    default:
-        return wc_opcode::send;
-    }
-}
-
 static void cq_write(qp *q, cq *c, const wc &e) {
     if (!cq_post(c, e)) {
         ++q->dev->cnt().cq_overflows;
@@ -47,7 +31,7 @@ void post_send_cqe(qp *q, const send_wqe &w, wc_status st) {
     wc e;
     e.wr_id = w.wr_id;
     e.status = st;
-    e.opcode = send_wc_opcode(w.opcode);
+    e.opcode = wc_opcode_for(w.opcode);
     e.byte_len = uint32_t(w.length);
     e.qp_num = q->qpn;
     cq_write(q, q->scq, e);

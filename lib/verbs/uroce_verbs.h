@@ -107,6 +107,32 @@ enum class wr_opcode : uint8_t {
     send_with_inv = 9,
 };
 
+/* The completion opcode of a send-queue WR (ibv_wc_opcode for each
+ * ibv_wr_opcode, as rdma-core's providers report them): every SEND flavour
+ * completes as send, WRITE with or without immediate as rdma_write. */
+constexpr wc_opcode wc_opcode_for(wr_opcode op) {
+    switch (op) {
+    case wr_opcode::rdma_write:
+    case wr_opcode::rdma_write_with_imm:
+        return wc_opcode::rdma_write;
+    case wr_opcode::rdma_read:
+        return wc_opcode::rdma_read;
+    case wr_opcode::atomic_cmp_and_swp:
+        return wc_opcode::comp_swap;
+    case wr_opcode::atomic_fetch_and_add:
+        return wc_opcode::fetch_add;
+    case wr_opcode::local_inv:
+        return wc_opcode::local_inv;
+    case wr_opcode::bind_mw:
+        return wc_opcode::bind_mw;
+    case wr_opcode::send:
+    case wr_opcode::send_with_imm:
+    case wr_opcode::send_with_inv:
+        break;
+    }
+    return wc_opcode::send;
+}
+
 /* ibv_send_flags */
 enum send_flags : unsigned {
     send_fence = 1u << 0,

@@ -528,3 +528,17 @@ TEST_F(verbs_e2e, enum_values_match_ibverbs) {
 }
 
 } // namespace
+
+/* ibv_wc_opcode of each ibv_wr_opcode, as rdma-core's providers report them. */
+TEST(verbs_test, wc_opcode_for_each_wr_opcode) {
+    static_assert(wc_opcode_for(wr_opcode::send) == wc_opcode::send);
+    EXPECT_EQ(wc_opcode_for(wr_opcode::send_with_imm), wc_opcode::send);
+    EXPECT_EQ(wc_opcode_for(wr_opcode::send_with_inv), wc_opcode::send);
+    EXPECT_EQ(wc_opcode_for(wr_opcode::rdma_write), wc_opcode::rdma_write);
+    EXPECT_EQ(wc_opcode_for(wr_opcode::rdma_write_with_imm), wc_opcode::rdma_write);
+    EXPECT_EQ(wc_opcode_for(wr_opcode::rdma_read), wc_opcode::rdma_read);
+    EXPECT_EQ(wc_opcode_for(wr_opcode::atomic_cmp_and_swp), wc_opcode::comp_swap);
+    EXPECT_EQ(wc_opcode_for(wr_opcode::atomic_fetch_and_add), wc_opcode::fetch_add);
+    EXPECT_EQ(wc_opcode_for(wr_opcode::local_inv), wc_opcode::local_inv);
+    EXPECT_EQ(wc_opcode_for(wr_opcode::bind_mw), wc_opcode::bind_mw);
+}
