@@ -19,6 +19,7 @@
 
 #include "eal_env.h"
 #include "pcap_frames.h"
+#include "rc_connect.h"
 #include "uroce_build.h"
 #include "uroce_device.h"
 #include "uroce_engine.h"
@@ -228,42 +229,14 @@ class engine_pair : public ::testing::Test {
 
     void connect(stack &self, stack &peer, const mac_addr &peer_mac, uint32_t sq_psn,
                  uint32_t rq_psn) {
-        qp_attr at;
-        at.qp_state = qp_state::init;
-        at.port_num = 1;
-        at.qp_access_flags = access_remote_write | access_remote_read | access_remote_atomic;
-        ASSERT_EQ(
-            modify_qp(self.q, at,
-                      qp_attr_state | qp_attr_pkey_index | qp_attr_port | qp_attr_access_flags),
-            verbs_error::ok);
-        at = qp_attr{};
-        at.qp_state = qp_state::rtr;
-        at.path_mtu = mtu::mtu_4096;
-        at.dest_qp_num = qp_num(peer.q);
-        at.rq_psn = rq_psn;
-        at.max_dest_rd_atomic = 4;
-        at.min_rnr_timer = 12;
-        at.ah_attr.grh.dgid = gid::from_ipv4(&peer == &a ? ip_a : ip_b);
-        at.ah_attr.grh.sgid_index =
-            uint8_t(self.addrs.gid_index(gid::from_ipv4(&self == &a ? ip_a : ip_b)));
-        at.ah_attr.grh.hop_limit = 64;
-        peer_mac.copy_to(at.ah_attr.dmac);
-        ASSERT_EQ(modify_qp(self.q, at,
-                            qp_attr_state | qp_attr_av | qp_attr_path_mtu | qp_attr_dest_qpn |
-                                qp_attr_rq_psn | qp_attr_max_dest_rd_atomic |
-                                qp_attr_min_rnr_timer),
-                  verbs_error::ok);
-        at = qp_attr{};
-        at.qp_state = qp_state::rts;
-        at.sq_psn = sq_psn;
-        at.timeout = 14;
-        at.retry_cnt = 7;
-        at.rnr_retry = 7;
-        at.max_rd_atomic = 4;
-        ASSERT_EQ(modify_qp(self.q, at,
-                            qp_attr_state | qp_attr_sq_psn | qp_attr_timeout | qp_attr_retry_cnt |
-                                qp_attr_rnr_retry | qp_attr_max_qp_rd_atomic),
-                  verbs_error::ok);
+        test::rc_peer p;
+        p.qpn = qp_num(peer.q);
+        p.dgid = gid::from_ipv4(&peer == &a ? ip_a : ip_b);
+        p.sgid_index = uint8_t(self.addrs.gid_index(gid::from_ipv4(&self == &a ? ip_a : ip_b)));
+        peer_mac.copy_to(p.dmac);
+        p.sq_psn = sq_psn;
+        p.rq_psn = rq_psn;
+        ASSERT_TRUE(test::rc_connect(self.q, p));
     }
 
     wc wait_one(stack &s) {

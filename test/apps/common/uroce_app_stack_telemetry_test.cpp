@@ -25,6 +25,7 @@
 #include <rte_ring.h>
 
 #include "uroce_app_stack.h"
+#include "rc_connect.h"
 
 namespace uroce::app {
 namespace {
@@ -124,37 +125,15 @@ struct telemetry_test : ::testing::Test {
     /* RC QP through RESET -> INIT -> RTR -> RTS towards the peer. */
     static void connect(qp *q, const gid &dgid, int sgid_index, const mac_addr &dmac,
                         uint32_t dqpn) {
-        qp_attr at;
-        at.qp_state = qp_state::init;
-        at.qp_access_flags = access_remote_write;
-        ASSERT_EQ(
-            modify_qp(q, at,
-                      qp_attr_state | qp_attr_pkey_index | qp_attr_port | qp_attr_access_flags),
-            verbs_error::ok);
-        at = qp_attr{};
-        at.qp_state = qp_state::rtr;
-        at.path_mtu = mtu::mtu_1024;
-        at.dest_qp_num = dqpn;
-        at.max_dest_rd_atomic = 1;
-        at.min_rnr_timer = 1;
-        at.ah_attr.grh.dgid = dgid;
-        at.ah_attr.grh.sgid_index = uint8_t(sgid_index);
-        std::memcpy(at.ah_attr.dmac, dmac.b.data(), 6);
-        ASSERT_EQ(modify_qp(q, at,
-                            qp_attr_state | qp_attr_av | qp_attr_path_mtu | qp_attr_dest_qpn |
-                                qp_attr_rq_psn | qp_attr_max_dest_rd_atomic |
-                                qp_attr_min_rnr_timer),
-                  verbs_error::ok);
-        at = qp_attr{};
-        at.qp_state = qp_state::rts;
-        at.timeout = 14;
-        at.retry_cnt = 7;
-        at.rnr_retry = 7;
-        at.max_rd_atomic = 1;
-        ASSERT_EQ(modify_qp(q, at,
-                            qp_attr_state | qp_attr_sq_psn | qp_attr_timeout | qp_attr_retry_cnt |
-                                qp_attr_rnr_retry | qp_attr_max_qp_rd_atomic),
-                  verbs_error::ok);
+        test::rc_peer p;
+        p.qpn = dqpn;
+        p.dgid = dgid;
+        p.sgid_index = uint8_t(sgid_index);
+        dmac.copy_to(p.dmac);
+        p.path_mtu = mtu::mtu_1024;
+        p.rd_atomic = 1;
+        p.min_rnr_timer = 1;
+        ASSERT_TRUE(test::rc_connect(q, p));
     }
 };
 

@@ -21,6 +21,7 @@
 #include <rte_ring.h>
 
 #include "uroce_app_stack.h"
+#include "rc_connect.h"
 
 namespace uroce::app {
 namespace {
@@ -141,41 +142,13 @@ class shard_stacks : public ::testing::Test {
 
     void connect(side &self, const side &peer, stack &st, uint32_t peer_ip,
                  const mac_addr &peer_mac) {
-        qp_attr at;
-        at.qp_state = qp_state::init;
-        at.port_num = 1;
-        at.qp_access_flags = access_remote_write | access_remote_read;
-        ASSERT_EQ(
-            modify_qp(self.q, at,
-                      qp_attr_state | qp_attr_pkey_index | qp_attr_port | qp_attr_access_flags),
-            verbs_error::ok);
-        at = qp_attr{};
-        at.qp_state = qp_state::rtr;
-        at.path_mtu = mtu::mtu_4096;
-        at.dest_qp_num = qp_num(peer.q);
-        at.rq_psn = 100;
-        at.max_dest_rd_atomic = 4;
-        at.min_rnr_timer = 12;
-        at.ah_attr.grh.dgid = gid::from_ipv4(peer_ip);
-        at.ah_attr.grh.sgid_index = uint8_t(st.gid_index_for(gid::from_ipv4(peer_ip)));
-        at.ah_attr.grh.hop_limit = 64;
-        peer_mac.copy_to(at.ah_attr.dmac);
-        ASSERT_EQ(modify_qp(self.q, at,
-                            qp_attr_state | qp_attr_av | qp_attr_path_mtu | qp_attr_dest_qpn |
-                                qp_attr_rq_psn | qp_attr_max_dest_rd_atomic |
-                                qp_attr_min_rnr_timer),
-                  verbs_error::ok);
-        at = qp_attr{};
-        at.qp_state = qp_state::rts;
-        at.sq_psn = 100;
-        at.timeout = 14;
-        at.retry_cnt = 7;
-        at.rnr_retry = 7;
-        at.max_rd_atomic = 4;
-        ASSERT_EQ(modify_qp(self.q, at,
-                            qp_attr_state | qp_attr_sq_psn | qp_attr_timeout | qp_attr_retry_cnt |
-                                qp_attr_rnr_retry | qp_attr_max_qp_rd_atomic),
-                  verbs_error::ok);
+        test::rc_peer p;
+        p.qpn = qp_num(peer.q);
+        p.dgid = gid::from_ipv4(peer_ip);
+        p.sgid_index = uint8_t(st.gid_index_for(gid::from_ipv4(peer_ip)));
+        peer_mac.copy_to(p.dmac);
+        p.sq_psn = p.rq_psn = 100;
+        ASSERT_TRUE(test::rc_connect(self.q, p));
     }
 
     /* WRITE 64 KiB from x to y, then READ it back into x's second half. */
