@@ -286,13 +286,17 @@ uint16_t ethdev_port::tx_burst(uint16_t queue, rte_mbuf **pkts, uint16_t n) {
      * PMD without a trace (af_packet, tap): refuse it here, counted. Frames
      * refused are returned to the caller like a full ring. */
     uint16_t ok = 0;
+    uint64_t bytes = 0;
     while (ok < n && pkts[ok]->pkt_len <= caps_.max_frame_len)
-        ok++;
+        bytes += pkts[ok++]->pkt_len;
     queue = uint16_t(queue % tx_queues_);
     uint16_t sent = rte_eth_tx_burst(port_id_, queue, pkts, ok);
+    /* What the PMD took is its own now (af_packet frees it at once): count
+     * the bytes from the frames it refused, which are still ours. */
+    for (uint16_t i = sent; i < ok; i++)
+        bytes -= pkts[i]->pkt_len;
     ethdev_counters &c = qcnt_[queue].c;
-    for (uint16_t i = 0; i < sent; i++)
-        c.tx_bytes += pkts[i]->pkt_len;
+    c.tx_bytes += bytes;
     c.tx_pkts += sent;
     c.tx_full += ok - sent;
     if (ok < n && sent == ok) c.tx_too_long++;

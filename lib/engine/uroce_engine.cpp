@@ -87,15 +87,39 @@ unsigned engine::poll() {
     return sent;
 }
 
+/* Hold one more reference on every segment of a frame: the PMD may free the
+ * chain segment by segment once it has sent it. */
+static inline void hold_frame(rte_mbuf *m) {
+    for (; m; m = m->next)
+        rte_mbuf_refcnt_update(m, 1);
+}
+
 uint16_t engine::tx_burst(rte_mbuf **pkts, uint16_t n) {
     if (n == 0) return 0;
-    /* Capture before the PMD owns (and may free) the mbufs; frames the port
-     * refuses are still captured once, as they were sent by the stack. */
-    if (capture_) capture_->write_burst(pkts, n);
-    uint16_t sent = out_.tx_burst(pkts, n);
+    /* Bytes are summed before the call: the frames the PMD takes are its own
+     * after it (af_packet frees them at once); the refused ones stay ours. */
+    uint64_t bytes = 0;
+    for (uint16_t i = 0; i < n; i++)
+        bytes += pkts[i]->pkt_len;
+    uint16_t sent;
+    if (capture_) [[unlikely]] {
+        /* The capture shows what the port took, once: frames it refuses go
+         * back to the caller, which may offer them again or drop and count
+         * them. The PMD owns (and may free or reuse) what it took, so keep a
+         * reference across the call and write those frames after it. */
+        for (uint16_t i = 0; i < n; i++)
+            hold_frame(pkts[i]);
+        sent = out_.tx_burst(pkts, n);
+        capture_->write_burst(pkts, sent);
+        for (uint16_t i = 0; i < n; i++)
+            rte_pktmbuf_free(pkts[i]); /* our reference; refused frames stay the caller's */
+    } else {
+        sent = out_.tx_burst(pkts, n);
+    }
+    for (uint16_t i = sent; i < n; i++)
+        bytes -= pkts[i]->pkt_len;
     cnt_.tx_frames += sent;
-    for (uint16_t i = 0; i < sent; i++)
-        cnt_.tx_bytes += pkts[i]->pkt_len;
+    cnt_.tx_bytes += bytes;
     sent_since_poll_ += sent;
     return sent;
 }
