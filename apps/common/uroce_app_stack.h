@@ -97,6 +97,13 @@ class stack {
     }
     /* Poll until the port's link is up (memif: until its peer connects). */
     bool wait_link_up(std::chrono::milliseconds timeout);
+    /* After a run, before the QPs go: keep answering until no RoCE frame has
+     * arrived for `idle` (at most `limit`). A peer whose last ACK was lost
+     * retransmits its last request; our live QP re-ACKs the duplicate (IBTA
+     * 9.9.2). Torn down at once, we would leave it retrying until it fails:
+     * the stock tools finish independently and cannot tell us. */
+    void linger(std::chrono::milliseconds idle = std::chrono::milliseconds(300),
+                std::chrono::milliseconds limit = std::chrono::milliseconds(3000));
     /* The peer's MAC, resolving it over the link (ARP / ND) while polling. */
     std::optional<mac_addr> resolve(const gid &peer, std::chrono::milliseconds timeout);
     /* GID table index of our address in the peer's family (IPv4 or IPv6). */
@@ -159,6 +166,21 @@ template <class Pred> bool poll_until(stack &st, std::chrono::milliseconds timeo
 
 inline bool stack::wait_link_up(std::chrono::milliseconds timeout) {
     return poll_until(*this, timeout, [&] { return port_->link_up(); });
+}
+
+inline void stack::linger(std::chrono::milliseconds idle, std::chrono::milliseconds limit) {
+    using clock = std::chrono::steady_clock;
+    const auto roce = [&] { return eng().counters().rx_by_class[size_t(frame_class::roce)]; };
+    const auto end = clock::now() + limit;
+    auto quiet_since = clock::now();
+    uint64_t seen = roce();
+    while (clock::now() < end && clock::now() - quiet_since < idle) {
+        poll();
+        if (roce() != seen) {
+            seen = roce();
+            quiet_since = clock::now();
+        }
+    }
 }
 
 /* Blocking control work (the TCP exchanges, which may wait seconds) runs on

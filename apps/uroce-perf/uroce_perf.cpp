@@ -712,6 +712,8 @@ int run_remote(options &o) {
         st->print_counters(stderr);
         return 1;
     }
+    std::fflush(stdout);
+    st->linger(); /* the QPs (ep) are still up: re-ACK a peer's last retransmissions */
     return 0;
 }
 

@@ -495,6 +495,8 @@ class pingpong {
                     bytes * 8. / usec);
         std::printf("%d iters in %.2f seconds = %.2f usec/iter\n", int(o_.iters), usec / 1000000.,
                     usec / o_.iters);
+        std::fflush(stdout);
+        st_.linger();
         return 0;
     }
 
