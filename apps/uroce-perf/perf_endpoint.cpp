@@ -16,6 +16,28 @@ double seconds_since(clock::time_point t0) {
     return std::chrono::duration<double>(clock::now() - t0).count();
 }
 
+/* The peak perftest prints beside the average: here the best rate over
+ * windows of at least 5 ms of completions (both sides of a bw test). */
+class peak_meter {
+  public:
+    void start(clock::time_point t, uint64_t done) {
+        t0_ = t;
+        done0_ = done;
+    }
+    void sample(clock::time_point now, uint64_t done, uint64_t size) {
+        if (now - t0_ <= std::chrono::milliseconds(5)) return;
+        const double secs = std::chrono::duration<double>(now - t0_).count();
+        best_ = std::max(best_, double(done - done0_) * double(size) / secs);
+        start(now, done);
+    }
+    double best() const { return best_; } /* bytes per second */
+
+  private:
+    clock::time_point t0_{};
+    uint64_t done0_ = 0;
+    double best_ = 0;
+};
+
 /* wr_id of a signaled WR: the QP index and how many WRs its completion covers. */
 uint64_t make_wr_id(size_t qi, uint32_t covered) {
     return (uint64_t(qi) << 32) | covered;
@@ -227,9 +249,8 @@ std::string endpoint::run_bw(uint64_t size, bw_result &out,
     const uint32_t cq_mod = std::min<uint32_t>(p_.cq_mod, p_.tx_depth);
     const auto t0 = clock::now();
     auto last_report = t0;
-    double peak = 0;
-    uint64_t window_start_done = 0;
-    auto window_t0 = t0;
+    peak_meter peak;
+    peak.start(t0, 0);
     uint64_t total_done = 0;
     bool stopping = false;
     wc wcs[32];
@@ -253,12 +274,7 @@ std::string endpoint::run_bw(uint64_t size, bw_result &out,
             total_done += wr_covered(wcs[i].wr_id);
         }
         const auto now = clock::now();
-        if (n > 0 && now - window_t0 > std::chrono::milliseconds(5)) {
-            double secs = std::chrono::duration<double>(now - window_t0).count();
-            peak = std::max(peak, double(total_done - window_start_done) * double(size) / secs);
-            window_t0 = now;
-            window_start_done = total_done;
-        }
+        if (n > 0) peak.sample(now, total_done, size);
         if (now - last_report > std::chrono::milliseconds(200)) {
             last_report = now;
             double frac = timed ? seconds_since(t0) / p_.duration_s
@@ -293,7 +309,7 @@ std::string endpoint::run_bw(uint64_t size, bw_result &out,
     out.iters = total_done;
     out.seconds = seconds_since(t0);
     out.bw_avg_bytes_s = double(total_done) * double(size) / out.seconds;
-    out.bw_peak_bytes_s = std::max(peak, out.bw_avg_bytes_s);
+    out.bw_peak_bytes_s = std::max(peak.best(), out.bw_avg_bytes_s);
     out.msg_rate_mpps = double(total_done) / out.seconds / 1e6;
     return {};
 }
@@ -301,14 +317,13 @@ std::string endpoint::run_bw(uint64_t size, bw_result &out,
 std::string endpoint::serve_send_bw(uint64_t size, uint64_t iters, bw_result &out) {
     /* perftest's receiver (run_iter_bw_server) times its own receive
      * completions, from the first to the last, and prints that report; the
-     * peak is the best 5 ms window, as in run_bw. */
+     * peak comes from the same peak_meter as run_bw's. */
     const uint64_t want = iters * qps_.size();
     uint64_t got = 0;
     wc wcs[32];
     auto last = clock::now();
-    clock::time_point first{}, window_t0{};
-    uint64_t window_start_got = 0;
-    double peak = 0;
+    clock::time_point first{};
+    peak_meter peak;
     while (got < want) {
         progress_();
         int n = poll_cq(cq_, 32, wcs);
@@ -321,14 +336,12 @@ std::string endpoint::serve_send_bw(uint64_t size, uint64_t iters, bw_result &ou
         }
         if (n) {
             last = clock::now();
-            if (received && got == 0) first = window_t0 = last;
-            got += received;
-            if (last - window_t0 > std::chrono::milliseconds(5)) {
-                double secs = std::chrono::duration<double>(last - window_t0).count();
-                peak = std::max(peak, double(got - window_start_got) * double(size) / secs);
-                window_t0 = last;
-                window_start_got = got;
+            if (received && got == 0) {
+                first = last;
+                peak.start(last, 0);
             }
+            got += received;
+            peak.sample(last, got, size);
             if (std::string e = post_receives(); !e.empty()) return e;
         } else if (clock::now() - last > std::chrono::seconds(10)) {
             return "no message for 10 s (" + std::to_string(got) + " of " + std::to_string(want) +
@@ -345,7 +358,7 @@ std::string endpoint::serve_send_bw(uint64_t size, uint64_t iters, bw_result &ou
         out.bw_avg_bytes_s = timed * double(size) / out.seconds;
         out.msg_rate_mpps = timed / out.seconds / 1e6;
     }
-    out.bw_peak_bytes_s = std::max(peak, out.bw_avg_bytes_s);
+    out.bw_peak_bytes_s = std::max(peak.best(), out.bw_avg_bytes_s);
     return {};
 }
 
