@@ -93,10 +93,10 @@ int tel_counters(const char *, const char *params, rte_tel_data *d) {
         add_u64(d, "engine", name.c_str(), v);
     }
     add_counters(
-        d, "dev", *st, [](const context *c) -> const dev_counters & { return c->counters(); },
+        d, "dev", *st, [](const device *c) -> const dev_counters & { return c->counters(); },
         dev_counter_table, std::size(dev_counter_table));
     add_counters(
-        d, "qp", *st, [](const context *c) { return c->qp_totals(); }, qp_counter_table,
+        d, "qp", *st, [](const device *c) { return c->qp_totals(); }, qp_counter_table,
         std::size(qp_counter_table));
     /* Per shard: what its lcore did, and the fan-out between shards. */
     for (unsigned s = 0; st->fanout_counters(0) && s < st->shard_count(); s++) {
@@ -514,7 +514,7 @@ void stack::print_counters(FILE *f) const {
             std::fprintf(f, " rx_%s %lu", frame_class_name(frame_class(c)),
                          (unsigned long)ec.rx_by_class[c]);
         std::fprintf(f, "\n");
-        const context *c = ctx(s);
+        const device *c = ctx(s);
         dump("device", c->counters(), dev_counter_table, std::size(dev_counter_table));
         for (uint32_t qpn = c->qpn_base(); qpn < c->qpn_base() + 4096; qpn++) {
             const qp *q = c->lookup_qp(qpn);

@@ -109,13 +109,13 @@ class stack {
     /* GID table index of our address in the peer's family (IPv4 or IPv6). */
     int gid_index_for(const gid &peer) const;
 
-    context *ctx() const { return ctx_; }
+    device *ctx() const { return ctx_; }
     ethdev_port &port() const { return *port_; }
     engine &eng() const { return *eng_; }
     /* Shards: 1 unless --shards; shard i's device (QPs created on it belong
      * to shard i's lcore), its engine, its fan-out counters (none with one). */
     unsigned shard_count() const { return unsigned(shards_.size()); }
-    context *ctx(unsigned shard) const { return shards_[shard].ctx; }
+    device *ctx(unsigned shard) const { return shards_[shard].ctx; }
     engine &eng(unsigned shard) const { return *shards_[shard].eng; }
     const shard_counters *fanout_counters(unsigned shard) const {
         return group_ ? &shards_[shard].sh->counters() : nullptr;
@@ -137,14 +137,14 @@ class stack {
     std::unique_ptr<neigh> nb_;
     std::unique_ptr<pcap_writer> capture_;
     std::unique_ptr<engine> eng_;
-    context *ctx_ = nullptr;
+    device *ctx_ = nullptr;
     /* Shard 0 is eng_/ctx_ above (with the port itself as its TX queue 0);
      * shards 1.. send on their own TX queue. */
     struct shard_slot {
         std::unique_ptr<ethdev_tx_queue> txq;
         std::unique_ptr<engine> own_eng;
         engine *eng = nullptr;
-        context *ctx = nullptr;
+        device *ctx = nullptr;
         std::unique_ptr<shard> sh;
     };
     std::vector<shard_slot> shards_;

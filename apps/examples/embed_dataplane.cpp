@@ -69,7 +69,7 @@ struct host {
     local_addr_table addrs;
     std::unique_ptr<neigh> nb;
     std::unique_ptr<engine> eng;
-    context *ctx = nullptr;
+    device *ctx = nullptr;
     uint64_t other_frames = 0; /* what the dataplane keeps for itself */
 
     host(uint16_t port_id, rte_mempool *mp, uint8_t host_id) : port(port_id), pool(mp) {

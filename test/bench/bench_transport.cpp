@@ -111,7 +111,7 @@ template <class F> double bandwidth(F fn) {
 
 struct side {
     memlink_port *port;
-    context *ctx;
+    device *ctx;
     pd *pd_;
     cq *scq, *rcq;
     qp *q;

@@ -188,7 +188,7 @@ struct stack {
     std::unique_ptr<neigh> nb;
     std::unique_ptr<pcap_writer> capture;
     std::unique_ptr<engine> eng;
-    context *ctx = nullptr;
+    device *ctx = nullptr;
     uroce::pd *pd = nullptr;
     uroce::cq *cq = nullptr;
     qp *q = nullptr;

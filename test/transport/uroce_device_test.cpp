@@ -158,7 +158,7 @@ TEST_F(device_t, shard_config_is_checked) {
         cfg.shard_index = index;
         cfg.shard_count = count;
         cfg.max_qp = max_qp;
-        context *c = open_device(cfg, &err);
+        device *c = open_device(cfg, &err);
         if (c) close_device(c);
         return c == nullptr && err == verbs_error::inval;
     };

@@ -51,7 +51,7 @@ inline const uint8_t mac_b[6] = {0x02, 0, 0, 0, 0, 0x0b};
 /* One endpoint: a device and the objects a test needs on it. */
 struct endpoint {
     memlink_port *port = nullptr;
-    context *ctx = nullptr;
+    device *ctx = nullptr;
     uroce::pd *pd = nullptr;
     cq *scq = nullptr;
     cq *rcq = nullptr;

@@ -118,7 +118,7 @@ class shard_stacks : public ::testing::Test {
         std::vector<uint8_t> buf;
     };
 
-    void make_side(side &s, context *ctx) {
+    void make_side(side &s, device *ctx) {
         s.p = alloc_pd(ctx);
         s.c = create_cq(ctx, 256);
         qp_init_attr ia;

@@ -29,7 +29,6 @@ struct rte_mempool;
 namespace uroce {
 
 class device;
-using context = device;
 struct pd;
 struct mr;
 struct cq;
@@ -386,15 +385,15 @@ static inline unsigned qpn_shard(uint32_t qpn, unsigned shard_count) {
     return s < shard_count ? s : 0;
 }
 
-/* Open a device (ibv_open_device). The context owns every object created on it. */
-context *open_device(const device_config &cfg, verbs_error *err = nullptr);
-verbs_error close_device(context *ctx);
-verbs_error query_device(context *ctx, device_attr *attr);
-verbs_error query_gid(context *ctx, uint8_t port_num, int index, gid *out);
+/* Open a device (ibv_open_device). The device owns every object created on it. */
+device *open_device(const device_config &cfg, verbs_error *err = nullptr);
+verbs_error close_device(device *ctx);
+verbs_error query_device(device *ctx, device_attr *attr);
+verbs_error query_gid(device *ctx, uint8_t port_num, int index, gid *out);
 
 /* ---------------------------------------------------------------- control path */
 
-pd *alloc_pd(context *ctx, verbs_error *err = nullptr);
+pd *alloc_pd(device *ctx, verbs_error *err = nullptr);
 verbs_error dealloc_pd(pd *p);
 
 /* Register [addr, addr+length) with access_flags (access_local_write, ...).
@@ -404,7 +403,7 @@ verbs_error dereg_mr(mr *m);
 uint32_t mr_lkey(const mr *m);
 uint32_t mr_rkey(const mr *m);
 
-cq *create_cq(context *ctx, int cqe, void *cq_context = nullptr, verbs_error *err = nullptr);
+cq *create_cq(device *ctx, int cqe, void *cq_context = nullptr, verbs_error *err = nullptr);
 verbs_error destroy_cq(cq *c);
 /* Up to num completions into wc[]; returns how many (>= 0), like ibv_poll_cq. */
 int poll_cq(cq *c, int num, wc *wc);

@@ -70,27 +70,27 @@ template <class T> static T *set_err(verbs_error *err, verbs_error e) {
     return nullptr;
 }
 
-context *open_device(const device_config &cfg, verbs_error *err) {
+device *open_device(const device_config &cfg, verbs_error *err) {
     if (!cfg.dev || !cfg.pool || cfg.num_gids == 0 || cfg.num_gids > 4 || cfg.max_qp == 0 ||
         cfg.max_qp > (1u << 20) || cfg.max_mr == 0 || cfg.max_mr >= (1u << 24) ||
         !mtu_valid(cfg.max_mtu))
-        return set_err<context>(err, verbs_error::inval);
+        return set_err<device>(err, verbs_error::inval);
     /* A shard's QPNs must stay inside its 2^16 slice of the QPN space. */
     if (cfg.shard_count == 0 || cfg.shard_count > max_shards ||
         cfg.shard_index >= cfg.shard_count ||
         (cfg.shard_count > 1 && cfg.max_qp > qpn_shard_span - device::first_qpn))
-        return set_err<context>(err, verbs_error::inval);
+        return set_err<device>(err, verbs_error::inval);
     if (err) *err = verbs_error::ok;
     return new device(cfg);
 }
 
-verbs_error close_device(context *ctx) {
+verbs_error close_device(device *ctx) {
     if (!ctx) return verbs_error::inval;
     delete ctx;
     return verbs_error::ok;
 }
 
-verbs_error query_device(context *ctx, device_attr *a) {
+verbs_error query_device(device *ctx, device_attr *a) {
     if (!ctx || !a) return verbs_error::inval;
     *a = device_attr{};
     a->max_mr_size = max_msg_size;
@@ -110,14 +110,14 @@ verbs_error query_device(context *ctx, device_attr *a) {
     return verbs_error::ok;
 }
 
-verbs_error query_gid(context *ctx, uint8_t port_num, int index, gid *out) {
+verbs_error query_gid(device *ctx, uint8_t port_num, int index, gid *out) {
     if (!ctx || !out || port_num != 1 || index < 0 || unsigned(index) >= ctx->config().num_gids)
         return verbs_error::inval;
     *out = ctx->config().gids[index];
     return verbs_error::ok;
 }
 
-pd *alloc_pd(context *ctx, verbs_error *err) {
+pd *alloc_pd(device *ctx, verbs_error *err) {
     if (!ctx) return set_err<pd>(err, verbs_error::inval);
     if (err) *err = verbs_error::ok;
     return ctx->alloc_pd();
@@ -140,7 +140,7 @@ uint32_t mr_rkey(const mr *m) {
     return m->rkey;
 }
 
-cq *create_cq(context *ctx, int cqe, void *cq_context, verbs_error *err) {
+cq *create_cq(device *ctx, int cqe, void *cq_context, verbs_error *err) {
     if (!ctx) return set_err<cq>(err, verbs_error::inval);
     return ctx->create_cq(cqe, cq_context, err);
 }
