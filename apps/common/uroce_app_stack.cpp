@@ -93,10 +93,10 @@ int tel_counters(const char *, const char *params, rte_tel_data *d) {
         add_u64(d, "engine", name.c_str(), v);
     }
     add_counters(
-        d, "dev", *st, [](const device *c) -> const dev_counters & { return c->counters(); },
+        d, "dev", *st, [](const device *c) -> const dev_counters & { return device_counters(c); },
         dev_counter_table, std::size(dev_counter_table));
     add_counters(
-        d, "qp", *st, [](const device *c) { return c->qp_totals(); }, qp_counter_table,
+        d, "qp", *st, [](const device *c) { return device_qp_counters(c); }, qp_counter_table,
         std::size(qp_counter_table));
     /* Per shard: what its lcore did, and the fan-out between shards. */
     for (unsigned s = 0; st->fanout_counters(0) && s < st->shard_count(); s++) {
@@ -342,7 +342,7 @@ std::unique_ptr<stack> stack::create(const stack_options &o, std::string &err) {
     dc.max_mtu = st->max_mtu();
     /* One shard keeps the default device (QPNs 0x11..); with several, shard
      * 0 takes the first slice of the QPN space and the others theirs. */
-    dc.shard_count = uint16_t(o.shards);
+    if (o.shards > 1) shard_qpn_range(dc, 0);
     verbs_error verr;
     st->ctx_ = open_device(dc, &verr);
     if (!st->ctx_) {
@@ -367,8 +367,7 @@ std::unique_ptr<stack> stack::create(const stack_options &o, std::string &err) {
                 s.eng = s.own_eng.get();
                 device_config sdc = dc;
                 sdc.dev = s.eng;
-                sdc.shard_index = uint16_t(i);
-                sdc.shard_count = uint16_t(o.shards);
+                shard_qpn_range(sdc, i);
                 s.ctx = open_device(sdc, &verr);
                 if (!s.ctx) {
                     err = "cannot open the uroce device of shard " + std::to_string(i) + ": " +
@@ -515,14 +514,12 @@ void stack::print_counters(FILE *f) const {
                          (unsigned long)ec.rx_by_class[c]);
         std::fprintf(f, "\n");
         const device *c = ctx(s);
-        dump("device", c->counters(), dev_counter_table, std::size(dev_counter_table));
-        for (uint32_t qpn = c->qpn_base(); qpn < c->qpn_base() + 4096; qpn++) {
-            const qp *q = c->lookup_qp(qpn);
-            if (!q) continue;
+        dump("device", device_counters(c), dev_counter_table, std::size(dev_counter_table));
+        for_each_qp(c, [&](const qp *q) {
             char label[16];
-            std::snprintf(label, sizeof(label), "qp 0x%x", qpn);
-            dump(label, q->cnt, qp_counter_table, std::size(qp_counter_table));
-        }
+            std::snprintf(label, sizeof(label), "qp 0x%x", qp_num(q));
+            dump(label, qp_counters_of(q), qp_counter_table, std::size(qp_counter_table));
+        });
     }
 }
 

@@ -33,14 +33,13 @@
 #include <string>
 #include <vector>
 
-#include "uroce_device.h"
-#include "uroce_engine.h"
-#include "uroce_ethdev.h"
-#include "uroce_ethdev_engine.h"
-#include "uroce_neigh.h"
-#include "uroce_pcap_writer.h"
-#include "uroce_shard.h"
-#include "uroce_verbs.h"
+#include <uroce/engine.h>
+#include <uroce/ethdev.h>
+#include <uroce/ethdev.h>
+#include <uroce/neigh.h>
+#include <uroce/capture.h>
+#include <uroce/shard.h>
+#include <uroce/verbs.h>
 
 namespace uroce::app {
 

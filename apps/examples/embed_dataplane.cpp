@@ -32,11 +32,10 @@
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
-#include "uroce_device.h"
-#include "uroce_engine.h"
-#include "uroce_neigh.h"
-#include "uroce_verbs.h"
-#include "uroce_work_channel.h"
+#include <uroce/engine.h>
+#include <uroce/neigh.h>
+#include <uroce/verbs.h>
+#include <uroce/work_channel.h>
 
 using namespace uroce;
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * DPDK ethdev driver: port setup, offload discovery, burst TX accounting.
  */
-#include "uroce_ethdev.h"
+#include <uroce/ethdev.h>
 
 #include <cstdio>
 #include <fstream>
@@ -10,7 +10,7 @@
 #include <rte_errno.h>
 #include <rte_mbuf.h>
 
-#include "uroce_shard.h"
+#include <uroce/shard.h>
 
 namespace uroce {
 

@@ -21,8 +21,8 @@
 #include <memory>
 #include <vector>
 
-#include "uroce_clock.h"
-#include "uroce_netdev.h"
+#include <uroce/clock.h>
+#include <uroce/netdev.h>
 
 struct rte_mbuf;
 

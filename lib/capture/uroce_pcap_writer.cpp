@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-#include "uroce_pcap_writer.h"
+#include <uroce/capture.h>
 
 #include <pcap/pcap.h>
 

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-#include "uroce_engine.h"
+#include <uroce/engine.h>
 
-#include "uroce_clock.h"
+#include <uroce/clock.h>
 #include "uroce_device.h"
-#include "uroce_neigh.h"
-#include "uroce_pcap_writer.h"
+#include <uroce/neigh.h>
+#include <uroce/capture.h>
 
 namespace uroce {
 

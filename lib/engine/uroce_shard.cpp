@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * Shards: the inboxes and the fan-out of received frames to their owners.
  */
-#include "uroce_shard.h"
+#include <uroce/shard.h>
 
 #include <cstdio>
 

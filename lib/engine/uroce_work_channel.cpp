@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-#include "uroce_work_channel.h"
+#include <uroce/work_channel.h>
 
 #include <cstring>
 #include <new>

@@ -6,7 +6,7 @@
  * the scalar engine (constant-initialized), so a static constructor in another
  * translation unit that runs before ours still gets correct results.
  */
-#include "uroce_crc32.h"
+#include <uroce/crc32.h>
 #include "crc32_fold_consts.h"
 #include "crc32_internal.h"
 

@@ -9,7 +9,7 @@
  * PCLMULQDQ has a latency of several cycles but the CPU starts a new one every
  * cycle or two (measured, doc/icrc.md).
  */
-#include "uroce_crc32.h"
+#include <uroce/crc32.h>
 #include "crc32_clmul_engine.h"
 #include "crc32_internal.h"
 

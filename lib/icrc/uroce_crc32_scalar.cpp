@@ -7,7 +7,7 @@
  * fallback engine and the reference the SIMD engines are tested against
  * (besides zlib). The tables are generated at compile time.
  */
-#include "uroce_crc32.h"
+#include <uroce/crc32.h>
 #include "crc32_fold_consts.h"
 
 #include <bit>

@@ -14,7 +14,7 @@
  * the end than its high lane, so its constant is two consecutive entries of
  * the (distance-descending) fold table -- one 32-byte load.
  */
-#include "uroce_crc32.h"
+#include <uroce/crc32.h>
 #include "crc32_clmul_engine.h"
 
 #ifndef UROCE_VCLMUL_ACCS

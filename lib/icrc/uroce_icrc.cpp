@@ -10,7 +10,7 @@
  * crc32_update over the rest, in place. Without PCLMULQDQ the same mask is
  * applied to a small stack copy of the headers.
  */
-#include "uroce_icrc.h"
+#include <uroce/icrc.h>
 #include "crc32_fold_consts.h"
 #include "crc32_internal.h"
 

@@ -2,7 +2,9 @@
  * Neighbour subsystem: address table, ARP/ND cache, ARP/ICMP/ICMPv6 responder.
  * Design and RFC mapping: doc/neigh.md.
  */
-#include "uroce_neigh.h"
+#include <uroce/neigh.h>
+
+#include "uroce_neigh_hdr.h"
 
 #include <algorithm>
 #include <cinttypes>
@@ -12,42 +14,6 @@
 #include <rte_mempool.h>
 
 namespace uroce {
-
-/* ================================================================ mac_addr */
-
-std::string mac_addr::to_string() const {
-    char buf[18];
-    std::snprintf(buf, sizeof(buf), "%02x:%02x:%02x:%02x:%02x:%02x", b[0], b[1], b[2], b[3], b[4],
-                  b[5]);
-    return buf;
-}
-
-std::optional<mac_addr> mac_addr::parse(std::string_view text) {
-    mac_addr m;
-    size_t pos = 0;
-    for (int i = 0; i < 6; i++) {
-        if (i > 0) {
-            if (pos >= text.size() || (text[pos] != ':' && text[pos] != '-')) return std::nullopt;
-            pos++;
-        }
-        int v = 0, digits = 0;
-        while (pos < text.size() && digits < 2) {
-            char c = text[pos];
-            int d = (c >= '0' && c <= '9')   ? c - '0'
-                    : (c >= 'a' && c <= 'f') ? c - 'a' + 10
-                    : (c >= 'A' && c <= 'F') ? c - 'A' + 10
-                                             : -1;
-            if (d < 0) break;
-            v = v * 16 + d;
-            digits++;
-            pos++;
-        }
-        if (digits == 0) return std::nullopt;
-        m.b[i] = uint8_t(v);
-    }
-    if (pos != text.size()) return std::nullopt;
-    return m;
-}
 
 /* ================================================================ local_addr_table */
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-#include "uroce_clock.h"
+#include <uroce/clock.h>
 
 #include <rte_cycles.h>
 

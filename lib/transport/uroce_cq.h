@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "uroce_verbs.h"
+#include <uroce/verbs.h>
 
 namespace uroce {
 

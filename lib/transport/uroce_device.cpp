@@ -10,13 +10,12 @@
 #include <rte_cycles.h>
 #include <rte_mbuf.h>
 
-#include "uroce_flow.h"
+#include <uroce/flow.h>
 #include "uroce_psn.h"
 
 namespace uroce {
 
-device::device(const device_config &cfg)
-    : cfg_(cfg), qpn_base_(first_qpn + uint32_t(cfg.shard_index) * qpn_shard_span) {
+device::device(const device_config &cfg) : cfg_(cfg), qpn_base_(cfg.first_qpn) {
     clock_ = cfg.clock ? cfg.clock : default_clock();
     timers_.start(clock_->now_ns());
     uint64_t seed = cfg.seed ? cfg.seed : rte_rdtsc();

@@ -18,15 +18,15 @@
 #include <memory>
 #include <vector>
 
-#include "uroce_clock.h"
-#include "uroce_counters.h"
+#include <uroce/clock.h>
+#include <uroce/counters.h>
 #include "uroce_cq.h"
 #include "uroce_mr.h"
-#include "uroce_netdev.h"
+#include <uroce/netdev.h>
 #include "uroce_qp.h"
 #include "uroce_srq.h"
 #include "uroce_timer.h"
-#include "uroce_verbs.h"
+#include <uroce/verbs.h>
 
 struct rte_mbuf;
 struct rte_mempool;
@@ -35,7 +35,6 @@ namespace uroce {
 
 class device {
   public:
-    static constexpr uint32_t first_qpn = 0x11; /* QP0/QP1 reserved, as rxe */
     static constexpr unsigned tx_batch = 64;
 
     explicit device(const device_config &cfg);
@@ -55,8 +54,7 @@ class device {
     uint64_t now_ns() { return clock_->now_ns(); }
     uint32_t max_mtu_bytes() const { return mtu_to_bytes(cfg_.max_mtu); }
     const device_config &config() const { return cfg_; }
-    /* The QPN of QP table slot 0: first_qpn in this shard's slice of the QPN
-     * space (first_qpn itself for shard 0, the single-shard default). */
+    /* The QPN of QP table slot 0 (device_config::first_qpn). */
     uint32_t qpn_base() const { return qpn_base_; }
     netdev *dev() const { return cfg_.dev; }
     rte_mempool *pool() const { return cfg_.pool; }
@@ -83,6 +81,11 @@ class device {
         return i < qps_.size() ? qps_[i] : nullptr;
     }
     bool has_gid(const gid &g) const;
+    /* Each live QP, in QPN order (the QP table is indexed by qpn - qpn_base). */
+    template <class F> void for_each_qp(F &&fn) const {
+        for (const qp *q : qps_)
+            if (q) fn(q);
+    }
 
     /* ---- object management (control path, uroce_verbs.cpp) */
     pd *alloc_pd();
@@ -111,7 +114,7 @@ class device {
     mr_table mrs_;
     dev_counters cnt_;
     qp_counters dead_qp_cnt_; /* counters of destroyed QPs */
-    uint32_t qpn_base_;       /* first_qpn + shard_index * qpn_shard_span */
+    uint32_t qpn_base_;       /* device_config::first_qpn */
     std::vector<qp *> qps_;   /* index qpn - qpn_base_ */
     uint32_t next_qpn_ = 0;
     std::vector<std::unique_ptr<pd>> pds_;

@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "uroce_verbs.h"
+#include <uroce/verbs.h>
 
 namespace uroce {
 

@@ -5,8 +5,8 @@
 
 #include <rte_mbuf.h>
 
-#include "uroce_icrc.h"
-#include "uroce_flow.h"
+#include <uroce/icrc.h>
+#include <uroce/flow.h>
 
 namespace uroce {
 

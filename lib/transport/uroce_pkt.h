@@ -18,9 +18,9 @@
 
 #include <cstdint>
 
-#include "uroce_build.h"
-#include "uroce_parse.h"
-#include "uroce_verbs.h"
+#include <uroce/build.h>
+#include <uroce/parse.h>
+#include <uroce/verbs.h>
 
 struct rte_mbuf;
 struct rte_mempool;

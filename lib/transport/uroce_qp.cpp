@@ -9,7 +9,7 @@
 
 #include "uroce_cq.h"
 #include "uroce_device.h"
-#include "uroce_flow.h"
+#include <uroce/flow.h>
 #include "uroce_psn.h"
 
 namespace uroce {

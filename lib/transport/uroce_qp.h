@@ -9,14 +9,14 @@
 #include <cstdint>
 #include <memory>
 
-#include "uroce_build.h"
-#include "uroce_counters.h"
+#include <uroce/build.h>
+#include <uroce/counters.h>
 #include "uroce_mr.h"
-#include "uroce_parse.h"
+#include <uroce/parse.h>
 #include "uroce_pkt.h"
 #include "uroce_srq.h"
 #include "uroce_timer.h"
-#include "uroce_verbs.h"
+#include <uroce/verbs.h>
 
 struct rte_mbuf;
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * The verbs API: argument checks and forwarding to the transport objects.
  */
-#include "uroce_verbs.h"
+#include <uroce/verbs.h>
 
 #include <cstring>
 
@@ -75,10 +75,8 @@ device *open_device(const device_config &cfg, verbs_error *err) {
         cfg.max_qp > (1u << 20) || cfg.max_mr == 0 || cfg.max_mr >= (1u << 24) ||
         !mtu_valid(cfg.max_mtu))
         return set_err<device>(err, verbs_error::inval);
-    /* A shard's QPNs must stay inside its 2^16 slice of the QPN space. */
-    if (cfg.shard_count == 0 || cfg.shard_count > max_shards ||
-        cfg.shard_index >= cfg.shard_count ||
-        (cfg.shard_count > 1 && cfg.max_qp > qpn_shard_span - device::first_qpn))
+    /* The QPN range: not QP0/QP1, and every QPN fits the BTH's 24 bits. */
+    if (cfg.first_qpn < 2 || uint64_t(cfg.first_qpn) + cfg.max_qp > (1u << 24))
         return set_err<device>(err, verbs_error::inval);
     if (err) *err = verbs_error::ok;
     return new device(cfg);
@@ -218,6 +216,24 @@ verbs_error post_recv(qp *q, recv_wr *wr, recv_wr **bad_wr) {
     verbs_error e = recv_ring_post(q->rq, wr, bad_wr);
     if (e == verbs_error::ok && q->state == qp_state::err) qp_flush(q);
     return e;
+}
+
+/* ---------------------------------------------------------------- counters */
+
+const dev_counters &device_counters(const device *d) {
+    return d->counters();
+}
+
+qp_counters device_qp_counters(const device *d) {
+    return d->qp_totals();
+}
+
+const qp_counters &qp_counters_of(const qp *q) {
+    return q->cnt;
+}
+
+void for_each_qp(const device *d, const std::function<void(const qp *)> &fn) {
+    d->for_each_qp(fn);
 }
 
 } // namespace uroce

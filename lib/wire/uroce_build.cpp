@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * RoCEv2 builder: every header in one pass, driven by the opcode table.
  */
-#include "uroce_build.h"
+#include <uroce/build.h>
 
 #include <cstring>
 
 #include <rte_mbuf.h>
 
-#include "uroce_icrc.h"
+#include <uroce/icrc.h>
 
 namespace uroce {
 

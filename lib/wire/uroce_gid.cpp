@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * GID text forms: RFC 5952 (via inet_ntop/inet_pton) and ibv_rc_pingpong's hex.
  */
-#include "uroce_gid.h"
+#include <uroce/gid.h>
 
 #include <arpa/inet.h>
 

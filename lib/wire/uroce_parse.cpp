@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * RoCEv2 parser: strict validation, one enumerated error per failure.
  */
-#include "uroce_parse.h"
+#include <uroce/parse.h>
 
 #include <rte_mbuf.h>
 
-#include "uroce_icrc.h"
+#include <uroce/icrc.h>
 
 namespace uroce {
 

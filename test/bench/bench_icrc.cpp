@@ -35,8 +35,8 @@
 #include <string>
 #include <vector>
 
-#include "uroce_crc32.h"
-#include "uroce_icrc.h"
+#include <uroce/crc32.h>
+#include <uroce/icrc.h>
 
 namespace {
 

@@ -33,11 +33,11 @@
 #include <rte_errno.h>
 #include <rte_mbuf.h>
 
-#include "uroce_crc32.h"
+#include <uroce/crc32.h>
 #include "uroce_device.h"
 #include "uroce_memlink.h"
-#include "uroce_verbs.h"
-#include "uroce_work_channel.h"
+#include <uroce/verbs.h>
+#include <uroce/work_channel.h>
 
 using namespace uroce;
 

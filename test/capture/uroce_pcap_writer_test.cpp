@@ -13,7 +13,7 @@
 
 #include "eal_env.h"
 #include "pcap_frames.h"
-#include "uroce_pcap_writer.h"
+#include <uroce/capture.h>
 
 namespace uroce {
 namespace {

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "uroce_verbs.h"
+#include <uroce/verbs.h>
 
 namespace uroce::test {
 

@@ -20,13 +20,13 @@
 #include "eal_env.h"
 #include "pcap_frames.h"
 #include "rc_connect.h"
-#include "uroce_build.h"
+#include <uroce/build.h>
 #include "uroce_device.h"
-#include "uroce_engine.h"
-#include "uroce_ethdev_engine.h"
-#include "uroce_neigh.h"
-#include "uroce_pcap_writer.h"
-#include "uroce_verbs.h"
+#include <uroce/engine.h>
+#include <uroce/ethdev.h>
+#include <uroce/neigh.h>
+#include <uroce/capture.h>
+#include <uroce/verbs.h>
 
 namespace uroce {
 namespace {

@@ -13,9 +13,9 @@
 #include <rte_ring.h>
 
 #include "eal_env.h"
-#include "uroce_build.h"
-#include "uroce_engine.h"
-#include "uroce_shard.h"
+#include <uroce/build.h>
+#include <uroce/engine.h>
+#include <uroce/shard.h>
 
 namespace uroce {
 namespace {
@@ -86,6 +86,31 @@ unsigned owner_of(const std::vector<uint8_t> &bytes, unsigned count, unsigned se
     unsigned o = frame_shard(m, count, self);
     rte_pktmbuf_free(m);
     return o;
+}
+
+TEST(qpn_shard, the_top_8_bits_name_the_shard) {
+    EXPECT_EQ(qpn_shard(0x11, 1), 0u); /* one shard keeps rxe's QPNs */
+    EXPECT_EQ(qpn_shard(0x20011, 4), 2u);
+    /* QPNs of shards that do not exist, and QP0/QP1, belong to shard 0 */
+    EXPECT_EQ(qpn_shard(0x1, 4), 0u);
+    EXPECT_EQ(qpn_shard(0x50011, 4), 0u);
+    EXPECT_EQ(qpn_shard(0xff0011, 256), 255u);
+}
+
+TEST(qpn_shard, shard_qpn_range_gives_each_shard_its_slice) {
+    device_config dc;
+    ASSERT_TRUE(shard_qpn_range(dc, 0));
+    EXPECT_EQ(dc.first_qpn, 0x11u);
+    ASSERT_TRUE(shard_qpn_range(dc, 2));
+    EXPECT_EQ(dc.first_qpn, 0x20011u);
+    EXPECT_EQ(qpn_shard(dc.first_qpn, 4), 2u);
+    EXPECT_EQ(qpn_shard(dc.first_qpn + dc.max_qp - 1, 4), 2u); /* the last QPN stays in the slice */
+    dc.max_qp = 1u << 20;
+    ASSERT_TRUE(shard_qpn_range(dc, 255));
+    EXPECT_EQ(dc.max_qp, qpn_shard_span - default_first_qpn); /* lowered to what a slice holds */
+    EXPECT_EQ(qpn_shard(dc.first_qpn + dc.max_qp - 1, 256), 255u);
+    EXPECT_LT(dc.first_qpn + dc.max_qp - 1, 1u << 24);
+    EXPECT_FALSE(shard_qpn_range(dc, max_shards));
 }
 
 TEST(frame_shard, roce_by_destination_qpn) {

@@ -18,7 +18,7 @@
 #include <thread>
 
 #include "uroce_tp_fixture.h"
-#include "uroce_work_channel.h"
+#include <uroce/work_channel.h>
 
 namespace uroce::test {
 namespace {

@@ -25,8 +25,8 @@
 #include "dump_check.h"
 #include "dump_flows.h"
 #include "dump_format.h"
-#include "uroce_build.h"
-#include "uroce_parse.h"
+#include <uroce/build.h>
+#include <uroce/parse.h>
 
 namespace uroce::fuzz {
 namespace {

@@ -17,7 +17,7 @@
 
 #include "crc32_fold_consts.h"
 #include "crc32_internal.h"
-#include "uroce_crc32.h"
+#include <uroce/crc32.h>
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "uroce_crc32.h"
-#include "uroce_icrc.h"
+#include <uroce/crc32.h>
+#include <uroce/icrc.h>
 
 #ifndef UROCE_ICRC_GOLDEN_DIR
 #error "UROCE_ICRC_GOLDEN_DIR must point at test/golden"

@@ -25,7 +25,7 @@
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 
-#include "uroce_neigh.h"
+#include <uroce/neigh.h>
 
 using namespace uroce;
 

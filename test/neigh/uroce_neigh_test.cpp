@@ -16,7 +16,9 @@
 #include <rte_mempool.h>
 
 #include "neigh_frames.h"
-#include "uroce_neigh.h"
+#include <uroce/neigh.h>
+
+#include "uroce_neigh_hdr.h"
 
 using namespace uroce;
 namespace nf = neigh_frames;

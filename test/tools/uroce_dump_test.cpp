@@ -14,7 +14,7 @@
 #include "dump_flows.h"
 #include "dump_format.h"
 #include "pcap_frames.h"
-#include "uroce_build.h"
+#include <uroce/build.h>
 
 namespace uroce::dump {
 namespace {

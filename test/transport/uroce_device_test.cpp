@@ -2,7 +2,8 @@
  * The device and its driver contract: a driver that takes only part of a
  * burst (its refusals are freed and counted, and the transport recovers by
  * retransmission); QP table lookups; close_device with work outstanding;
- * QPN sharding (a shard's QPNs, their lookup, and traffic between shards).
+ * the QPN range a device hands out (its QPNs, their lookup, and traffic
+ * between devices with different ranges, as shards have).
  */
 #include <cstring>
 #include <vector>
@@ -96,12 +97,11 @@ TEST_F(device_t, qp_lookup_and_close_with_work_outstanding) {
     EXPECT_EQ(b.ctx->lookup_qp(qp_num(b.qp)), b.qp);
 }
 
-/* Reopen e's device as shard `index` of `count` (the fixture opens shard 0 of 1). */
-void reopen_as_shard(endpoint &e, uint16_t index, uint16_t count, manual_clock &clk) {
+/* Reopen e's device with QPNs from first_qpn (the fixture opens the default range). */
+void reopen_with_qpns(endpoint &e, uint32_t first_qpn, manual_clock &clk) {
     device_config cfg = e.ctx->config();
     close_device(e.ctx);
-    cfg.shard_index = index;
-    cfg.shard_count = count;
+    cfg.first_qpn = first_qpn;
     cfg.max_qp = 64;
     cfg.clock = &clk;
     verbs_error err;
@@ -114,37 +114,31 @@ void reopen_as_shard(endpoint &e, uint16_t index, uint16_t count, manual_clock &
 
 TEST_F(device_t, single_shard_keeps_rxe_qpns) {
     setup_pair();
-    EXPECT_EQ(a.ctx->qpn_base(), device::first_qpn);
+    EXPECT_EQ(a.ctx->qpn_base(), default_first_qpn);
     EXPECT_EQ(qp_num(a.qp), 0x11u); /* golden captures and interop tests depend on it */
-    EXPECT_EQ(qpn_shard(qp_num(a.qp), 1), 0u);
 }
 
-TEST_F(device_t, shard_qpns_carry_the_shard_index) {
+TEST_F(device_t, qpns_come_from_the_configured_range) {
     make_link();
     open(a, a.port, gid_for(0), mac_a, 11);
-    reopen_as_shard(a, 2, 4, clk);
+    reopen_with_qpns(a, 0x20011, clk);
     EXPECT_EQ(a.ctx->qpn_base(), 0x20011u);
     qp *q1 = make_qp(a), *q2 = make_qp(a);
     ASSERT_NE(q1, nullptr);
     ASSERT_NE(q2, nullptr);
     EXPECT_EQ(qp_num(q1), 0x20011u);
     EXPECT_EQ(qp_num(q2), 0x20012u);
-    EXPECT_EQ(qpn_shard(qp_num(q1), 4), 2u);
     EXPECT_EQ(a.ctx->lookup_qp(0x20011), q1);
     EXPECT_EQ(a.ctx->lookup_qp(0x20012), q2);
-    EXPECT_EQ(a.ctx->lookup_qp(0x11), nullptr);    /* shard 0's first QPN */
-    EXPECT_EQ(a.ctx->lookup_qp(0x30011), nullptr); /* shard 3's */
+    EXPECT_EQ(a.ctx->lookup_qp(0x11), nullptr); /* the default range's first QPN */
+    EXPECT_EQ(a.ctx->lookup_qp(0x20011 + 64), nullptr);
     EXPECT_EQ(a.ctx->lookup_qp(0x20010), nullptr);
-    /* QPNs of shards that do not exist, and QP0/QP1, belong to shard 0 */
-    EXPECT_EQ(qpn_shard(0x1, 4), 0u);
-    EXPECT_EQ(qpn_shard(0x50011, 4), 0u);
-    EXPECT_EQ(qpn_shard(0xff0011, 256), 255u);
     ASSERT_EQ(destroy_qp(q1), verbs_error::ok);
     EXPECT_EQ(a.ctx->lookup_qp(0x20011), nullptr);
     EXPECT_EQ(qp_num(make_qp(a)), 0x20013u); /* QPNs are not reused at once, as rxe */
 }
 
-TEST_F(device_t, shard_config_is_checked) {
+TEST_F(device_t, qpn_range_is_checked) {
     make_link();
     device_config cfg;
     cfg.dev = a.port;
@@ -154,29 +148,27 @@ TEST_F(device_t, shard_config_is_checked) {
     cfg.clock = &clk;
     cfg.max_qp = 64;
     verbs_error err;
-    auto rejected = [&](uint16_t index, uint16_t count, uint32_t max_qp) {
-        cfg.shard_index = index;
-        cfg.shard_count = count;
+    auto rejected = [&](uint32_t first_qpn, uint32_t max_qp) {
+        cfg.first_qpn = first_qpn;
         cfg.max_qp = max_qp;
         device *c = open_device(cfg, &err);
         if (c) close_device(c);
         return c == nullptr && err == verbs_error::inval;
     };
-    EXPECT_TRUE(rejected(0, 0, 64));
-    EXPECT_TRUE(rejected(2, 2, 64));
-    EXPECT_TRUE(rejected(0, 257, 64));
-    EXPECT_TRUE(rejected(1, 2, qpn_shard_span)); /* would spill into shard 2's QPNs */
-    EXPECT_FALSE(rejected(1, 2, qpn_shard_span - device::first_qpn));
-    EXPECT_FALSE(rejected(255, 256, 64));
-    EXPECT_FALSE(rejected(0, 1, 1u << 20)); /* one shard: the whole QPN space, as before */
+    EXPECT_TRUE(rejected(0, 64)); /* QP0 and QP1 are the special QPs (IBTA 3.5.3) */
+    EXPECT_TRUE(rejected(1, 64));
+    EXPECT_TRUE(rejected((1u << 24) - 63, 64)); /* the last QPN would not fit the BTH */
+    EXPECT_FALSE(rejected((1u << 24) - 64, 64));
+    EXPECT_FALSE(rejected(2, 64));
+    EXPECT_FALSE(rejected(default_first_qpn, 1u << 20));
 }
 
-TEST_F(device_t, rdma_write_between_two_shards) {
+TEST_F(device_t, rdma_write_between_two_qpn_ranges) {
     make_link();
     open(a, a.port, gid_for(0), mac_a, 11);
     open(b, b.port, gid_for(1), mac_b, 22);
-    reopen_as_shard(a, 1, 2, clk);
-    reopen_as_shard(b, 0, 2, clk);
+    reopen_with_qpns(a, 0x10011, clk);
+    reopen_with_qpns(b, 0x11, clk);
     a.qp = make_qp(a);
     b.qp = make_qp(b);
     ASSERT_EQ(qp_num(a.qp), 0x10011u);

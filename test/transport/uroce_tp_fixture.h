@@ -19,7 +19,7 @@
 
 #include "uroce_device.h"
 #include "uroce_memlink.h"
-#include "uroce_verbs.h"
+#include <uroce/verbs.h>
 
 namespace uroce::test {
 

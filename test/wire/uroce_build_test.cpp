@@ -11,8 +11,8 @@
 
 #include "eal_env.h"
 #include "pcap_frames.h"
-#include "uroce_build.h"
-#include "uroce_icrc.h"
+#include <uroce/build.h>
+#include <uroce/icrc.h>
 
 namespace uroce {
 namespace {

@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "pcap_frames.h"
-#include "uroce_flow.h"
-#include "uroce_parse.h"
+#include <uroce/flow.h>
+#include <uroce/parse.h>
 
 namespace uroce {
 namespace {

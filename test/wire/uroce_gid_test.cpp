@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <gtest/gtest.h>
 
-#include "uroce_gid.h"
+#include <uroce/gid.h>
 
 namespace uroce {
 namespace {

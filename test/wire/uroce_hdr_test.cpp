@@ -5,7 +5,7 @@
 
 #include <cstring>
 
-#include "uroce_hdr.h"
+#include <uroce/hdr.h>
 
 namespace uroce {
 namespace {

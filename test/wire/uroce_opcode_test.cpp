@@ -6,7 +6,7 @@
 
 #include <map>
 
-#include "uroce_opcode.h"
+#include <uroce/opcode.h>
 
 namespace uroce {
 namespace {

@@ -8,7 +8,7 @@
 #include <map>
 
 #include "pcap_frames.h"
-#include "uroce_parse.h"
+#include <uroce/parse.h>
 
 namespace uroce {
 namespace {

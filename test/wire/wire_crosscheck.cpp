@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "pcap_frames.h"
-#include "uroce_build.h"
+#include <uroce/build.h>
 
 namespace uroce {
 namespace {

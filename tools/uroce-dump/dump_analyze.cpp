@@ -9,7 +9,7 @@
 #include <cstring>
 #include <iterator>
 
-#include "uroce_hdr.h"
+#include <uroce/hdr.h>
 
 namespace uroce::dump {
 

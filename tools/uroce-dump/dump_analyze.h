@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "uroce_parse.h"
+#include <uroce/parse.h>
 
 namespace uroce::dump {
 

@@ -9,8 +9,8 @@
 #include <cstring>
 
 #include "dump_format.h"
-#include "uroce_hdr.h"
-#include "uroce_opcode.h"
+#include <uroce/hdr.h>
+#include <uroce/opcode.h>
 
 namespace uroce::dump {
 

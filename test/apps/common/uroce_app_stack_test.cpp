@@ -189,7 +189,6 @@ class shard_stacks : public ::testing::Test {
 TEST_F(shard_stacks, qp_on_shard_1_is_reached_through_the_fanout) {
     make(2, false);
     ASSERT_EQ(a->shard_count(), 2u);
-    EXPECT_EQ(a->ctx(1)->qpn_base(), 0x10011u);
     EXPECT_EQ(a->port().rx_queues(), 1); /* net_ring: no RSS, shard 0 reads */
     EXPECT_EQ(a->port().tx_queues(), 2);
     auto mac_b = resolve(*a, ip_b), mac_a = resolve(*b, ip_a);
@@ -206,7 +205,7 @@ TEST_F(shard_stacks, qp_on_shard_1_is_reached_through_the_fanout) {
     EXPECT_GT(f1.fanout_in, 0u);
     EXPECT_EQ(f0.fanout_out, f1.fanout_in);
     EXPECT_EQ(f0.fanout_ring_full, 0u);
-    EXPECT_EQ(a->ctx(0)->counters().rx_no_qp, 0u);
+    EXPECT_EQ(device_counters(a->ctx(0)).rx_no_qp, 0u);
     EXPECT_GT(a->port().queue_counters(1).tx_pkts, 0u); /* shard 1 sent on its own queue */
     destroy_side(x);
     destroy_side(y);

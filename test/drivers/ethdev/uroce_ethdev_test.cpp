@@ -11,7 +11,7 @@
 #include <rte_ring.h>
 
 #include "eal_env.h"
-#include "uroce_ethdev.h"
+#include <uroce/ethdev.h>
 
 namespace uroce {
 namespace {

@@ -5,18 +5,20 @@
 #ifndef UROCE_CLOCK_H
 #define UROCE_CLOCK_H
 
+#include <uroce/export.h>
+
 #include <cstdint>
 
 namespace uroce {
 
-class clock_source {
+class UROCE_API clock_source {
   public:
     virtual ~clock_source() = default;
     virtual uint64_t now_ns() = 0;
 };
 
 /* rte_rdtsc() scaled by rte_get_tsc_hz() (EAL must be initialised). */
-class tsc_clock final : public clock_source {
+class UROCE_API tsc_clock final : public clock_source {
   public:
     tsc_clock();
     uint64_t now_ns() override;
@@ -27,7 +29,7 @@ class tsc_clock final : public clock_source {
 };
 
 /* Time moves only when the test says so. */
-class manual_clock final : public clock_source {
+class UROCE_API manual_clock final : public clock_source {
   public:
     explicit manual_clock(uint64_t start_ns = 0) : now_(start_ns) {}
     uint64_t now_ns() override { return now_; }
@@ -39,7 +41,7 @@ class manual_clock final : public clock_source {
 };
 
 /* The process-wide TSC clock used when a device gets no clock. */
-clock_source *default_clock();
+UROCE_API clock_source *default_clock();
 
 } // namespace uroce
 

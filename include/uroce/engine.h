@@ -17,12 +17,14 @@
 #ifndef UROCE_ENGINE_H
 #define UROCE_ENGINE_H
 
+#include <uroce/export.h>
+
 #include <cstdint>
 
 #include <rte_mbuf.h>
 
-#include "uroce_hdr.h"
-#include "uroce_netdev.h"
+#include <uroce/hdr.h>
+#include <uroce/netdev.h>
 
 namespace uroce {
 
@@ -41,7 +43,7 @@ enum class frame_class : uint8_t {
     count
 };
 
-const char *frame_class_name(frame_class c);
+UROCE_API const char *frame_class_name(frame_class c);
 
 /* Looks at just enough of the first segment to route the frame; full
  * validation is the parser's job (the transport counts its errors). For
@@ -102,7 +104,7 @@ class engine final : public netdev {
     static constexpr uint16_t burst = 32;
 
     /* out: where frames go (the port); capture: optional --pcap writer. */
-    explicit engine(netdev &out, pcap_writer *capture = nullptr);
+    UROCE_API explicit engine(netdev &out, pcap_writer *capture = nullptr);
 
     /* The transport and the neighbour code it drives; the device must have
      * been opened with this engine as its netdev (device_config::dev). */
@@ -112,19 +114,19 @@ class engine final : public netdev {
     }
 
     /* Hand received frames in; every mbuf is consumed. */
-    void rx_burst(rte_mbuf **pkts, uint16_t n);
+    UROCE_API void rx_burst(rte_mbuf **pkts, uint16_t n);
     /* Progress without input; returns the frames sent since the last call. */
-    unsigned poll();
+    UROCE_API unsigned poll();
 
     /* netdev: frames from the transport (and neighbour replies) go out here. */
-    uint16_t tx_burst(rte_mbuf **pkts, uint16_t n) override;
+    UROCE_API uint16_t tx_burst(rte_mbuf **pkts, uint16_t n) override;
     const uint8_t *mac() const override { return out_.mac(); }
     netdev_caps caps() const override { return out_.caps(); }
 
     const engine_counters &counters() const { return cnt_; }
     device *dev() const { return dev_; }
     neigh *neighbours() const { return neigh_; }
-    uint64_t now_ns() const;
+    UROCE_API uint64_t now_ns() const;
 
   private:
     netdev &out_;

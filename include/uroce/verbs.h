@@ -18,11 +18,15 @@
 #ifndef UROCE_VERBS_H
 #define UROCE_VERBS_H
 
+#include <uroce/export.h>
+
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
-#include "uroce_gid.h"
+#include <uroce/counters.h>
+#include <uroce/gid.h>
 
 struct rte_mempool;
 
@@ -51,7 +55,7 @@ enum class verbs_error : int {
     inval = EINVAL,
     notsup = EOPNOTSUPP,
 };
-const char *verbs_error_str(verbs_error e);
+UROCE_API const char *verbs_error_str(verbs_error e);
 
 /* ---------------------------------------------------------------- enums (ibverbs values) */
 
@@ -79,7 +83,7 @@ enum class wc_status : uint8_t {
     resp_timeout_err = 20,
     general_err = 21,
 };
-const char *wc_status_str(wc_status s); /* ibv_wc_status_str's strings */
+UROCE_API const char *wc_status_str(wc_status s); /* ibv_wc_status_str's strings */
 
 enum class wc_opcode : uint16_t {
     send = 0,
@@ -156,7 +160,7 @@ enum wc_flags : unsigned {
 };
 
 enum class qp_state : uint8_t { reset = 0, init = 1, rtr = 2, rts = 3, sqd = 4, sqe = 5, err = 6 };
-const char *qp_state_str(qp_state s);
+UROCE_API const char *qp_state_str(qp_state s);
 
 enum class qp_type : uint8_t { rc = 2, uc = 3, ud = 4 };
 
@@ -353,7 +357,10 @@ struct device_attr {
 
 /* ---------------------------------------------------------------- device */
 
-/* Everything a device needs to exist; see uroce_netdev.h for the driver side. */
+/* The first QPN a device hands out by default, as rxe (RXE_MIN_QP_INDEX... 0x11). */
+inline constexpr uint32_t default_first_qpn = 0x11;
+
+/* Everything a device needs to exist; <uroce/netdev.h> is the driver side. */
 struct device_config {
     netdev *dev = nullptr;       /* the NIC (or memlink port) to send through */
     rte_mempool *pool = nullptr; /* pktmbuf pool for TX; data room >= max frame */
@@ -364,68 +371,67 @@ struct device_config {
     uint32_t max_qp = 1024;
     uint32_t max_mr = 4096;
     mtu max_mtu = mtu::mtu_4096;
-    /* QPN sharding: this device is shard shard_index of shard_count devices
-     * that split one port's QPN space, one per lcore (lib/engine/uroce_shard.h).
-     * Its QPNs carry the shard index in bits 16..23 (qpn_shard below); with
-     * more than one shard, max_qp is at most qpn_shard_span - 0x11. */
-    uint16_t shard_index = 0;
-    uint16_t shard_count = 1;
+    /* The QPNs this device hands out: first_qpn, first_qpn + 1, ..., at
+     * most max_qp of them, all below 2^24 (the BTH's QPN field). QP0 and QP1
+     * are the special QPs (IBTA 3.5.3), so first_qpn >= 2; rxe starts at
+     * 0x11, and so does the default. Devices that share a port take
+     * disjoint ranges (shard_qpn_range() in <uroce/shard.h>). */
+    uint32_t first_qpn = default_first_qpn;
 };
 
-/* Which shard owns a QPN: the BTH's 24-bit destination QPN carries the shard
- * index in its top 8 bits, so a received frame's owner is one shift away
- * (no table, no division). Shard 0 of 1 keeps rxe's QPNs (0x11, 0x12, ...);
- * QP0/QP1 and QPNs naming no shard belong to shard 0, which counts them as
- * unknown like any other QPN it does not have. */
-constexpr unsigned qpn_shard_shift = 16;
-constexpr uint32_t qpn_shard_span = 1u << qpn_shard_shift; /* QPNs per shard */
-constexpr unsigned max_shards = 1u << (24 - qpn_shard_shift);
-static inline unsigned qpn_shard(uint32_t qpn, unsigned shard_count) {
-    const unsigned s = (qpn & 0xffffffu) >> qpn_shard_shift;
-    return s < shard_count ? s : 0;
-}
-
 /* Open a device (ibv_open_device). The device owns every object created on it. */
-device *open_device(const device_config &cfg, verbs_error *err = nullptr);
-verbs_error close_device(device *ctx);
-verbs_error query_device(device *ctx, device_attr *attr);
-verbs_error query_gid(device *ctx, uint8_t port_num, int index, gid *out);
+UROCE_API device *open_device(const device_config &cfg, verbs_error *err = nullptr);
+UROCE_API verbs_error close_device(device *ctx);
+UROCE_API verbs_error query_device(device *ctx, device_attr *attr);
+UROCE_API verbs_error query_gid(device *ctx, uint8_t port_num, int index, gid *out);
 
 /* ---------------------------------------------------------------- control path */
 
-pd *alloc_pd(device *ctx, verbs_error *err = nullptr);
-verbs_error dealloc_pd(pd *p);
+UROCE_API pd *alloc_pd(device *ctx, verbs_error *err = nullptr);
+UROCE_API verbs_error dealloc_pd(pd *p);
 
 /* Register [addr, addr+length) with access_flags (access_local_write, ...).
  * Remote write or atomic access requires local write, as in ibv_reg_mr. */
-mr *reg_mr(pd *p, void *addr, size_t length, unsigned access, verbs_error *err = nullptr);
-verbs_error dereg_mr(mr *m);
-uint32_t mr_lkey(const mr *m);
-uint32_t mr_rkey(const mr *m);
+UROCE_API mr *reg_mr(pd *p, void *addr, size_t length, unsigned access, verbs_error *err = nullptr);
+UROCE_API verbs_error dereg_mr(mr *m);
+UROCE_API uint32_t mr_lkey(const mr *m);
+UROCE_API uint32_t mr_rkey(const mr *m);
 
-cq *create_cq(device *ctx, int cqe, void *cq_context = nullptr, verbs_error *err = nullptr);
-verbs_error destroy_cq(cq *c);
+UROCE_API cq *create_cq(device *ctx, int cqe, void *cq_context = nullptr,
+                        verbs_error *err = nullptr);
+UROCE_API verbs_error destroy_cq(cq *c);
 /* Up to num completions into wc[]; returns how many (>= 0), like ibv_poll_cq. */
-int poll_cq(cq *c, int num, wc *wc);
+UROCE_API int poll_cq(cq *c, int num, wc *wc);
 
-srq *create_srq(pd *p, const srq_init_attr &attr, verbs_error *err = nullptr);
-verbs_error destroy_srq(srq *s);
-verbs_error post_srq_recv(srq *s, recv_wr *wr, recv_wr **bad_wr);
+UROCE_API srq *create_srq(pd *p, const srq_init_attr &attr, verbs_error *err = nullptr);
+UROCE_API verbs_error destroy_srq(srq *s);
+UROCE_API verbs_error post_srq_recv(srq *s, recv_wr *wr, recv_wr **bad_wr);
 
-ah *create_ah(pd *p, const ah_attr &attr, verbs_error *err = nullptr);
-verbs_error destroy_ah(ah *a);
+UROCE_API ah *create_ah(pd *p, const ah_attr &attr, verbs_error *err = nullptr);
+UROCE_API verbs_error destroy_ah(ah *a);
 
-qp *create_qp(pd *p, const qp_init_attr &attr, verbs_error *err = nullptr);
+UROCE_API qp *create_qp(pd *p, const qp_init_attr &attr, verbs_error *err = nullptr);
 /* Validates the transition and attributes as ib_modify_qp_is_ok() does. */
-verbs_error modify_qp(qp *q, const qp_attr &attr, unsigned attr_mask);
-verbs_error query_qp(qp *q, qp_attr *attr, unsigned attr_mask, qp_init_attr *init_attr);
-verbs_error destroy_qp(qp *q);
-uint32_t qp_num(const qp *q);
+UROCE_API verbs_error modify_qp(qp *q, const qp_attr &attr, unsigned attr_mask);
+UROCE_API verbs_error query_qp(qp *q, qp_attr *attr, unsigned attr_mask, qp_init_attr *init_attr);
+UROCE_API verbs_error destroy_qp(qp *q);
+UROCE_API uint32_t qp_num(const qp *q);
+
+/* ---------------------------------------------------------------- counters (<uroce/counters.h>) */
+
+/* The device's own counters: frames in and out, and every drop by reason. */
+UROCE_API const dev_counters &device_counters(const device *d);
+/* The sum of every QP's counters, destroyed QPs included. */
+UROCE_API qp_counters device_qp_counters(const device *d);
+/* One QP's counters. */
+UROCE_API const qp_counters &qp_counters_of(const qp *q);
+/* Each live QP of the device, in QPN order (control path: a walk of the QP table). */
+UROCE_API void for_each_qp(const device *d, const std::function<void(const qp *)> &fn);
 
 /* ---------------------------------------------------------------- data path */
 
-verbs_error post_send(qp *q, send_wr *wr, send_wr **bad_wr);
-verbs_error post_recv(qp *q, recv_wr *wr, recv_wr **bad_wr);
+UROCE_API verbs_error post_send(qp *q, send_wr *wr, send_wr **bad_wr);
+UROCE_API verbs_error post_recv(qp *q, recv_wr *wr, recv_wr **bad_wr);
 
 } // namespace uroce
 

@@ -9,11 +9,13 @@
 #ifndef UROCE_PARSE_H
 #define UROCE_PARSE_H
 
+#include <uroce/export.h>
+
 #include <cstddef>
 #include <cstdint>
 
-#include "uroce_hdr.h"
-#include "uroce_opcode.h"
+#include <uroce/hdr.h>
+#include <uroce/opcode.h>
 
 struct rte_mbuf;
 
@@ -45,7 +47,7 @@ enum class parse_error : uint8_t {
     count
 };
 
-const char *parse_error_name(parse_error e);
+UROCE_API const char *parse_error_name(parse_error e);
 
 /* A parsed RoCEv2 packet. Offsets are from the first byte handed to the parser
  * (the Ethernet header for parse_frame/parse_mbuf, the IP header for parse_ip). */
@@ -100,25 +102,25 @@ struct roce_packet {
 };
 
 /* Parse an Ethernet frame (optionally 802.1Q-tagged); len excludes the FCS. */
-parse_error parse_frame(const uint8_t *data, size_t len, roce_packet &out);
+UROCE_API parse_error parse_frame(const uint8_t *data, size_t len, roce_packet &out);
 /* Parse from the IP header (no L2), e.g. vectors from a UDP tunnel or scapy. */
-parse_error parse_ip(const uint8_t *data, size_t len, roce_packet &out);
+UROCE_API parse_error parse_ip(const uint8_t *data, size_t len, roce_packet &out);
 /* Parse an mbuf chain holding an Ethernet frame. All headers must sit in the
  * first segment (every PMD puts at least the first 128 B there); payload and
  * ICRC may span segments. */
-parse_error parse_mbuf(const struct rte_mbuf *m, roce_packet &out);
+UROCE_API parse_error parse_mbuf(const struct rte_mbuf *m, roce_packet &out);
 
 /* ICRC verification of an already-parsed packet. */
-uint32_t compute_icrc(const roce_packet &p);                           /* contiguous frame */
-uint32_t compute_icrc(const roce_packet &p, const struct rte_mbuf *m); /* mbuf chain */
+UROCE_API uint32_t compute_icrc(const roce_packet &p); /* contiguous frame */
+UROCE_API uint32_t compute_icrc(const roce_packet &p, const struct rte_mbuf *m); /* mbuf chain */
 static inline bool icrc_matches(const roce_packet &p) {
     return compute_icrc(p) == p.stored_icrc();
 }
-bool icrc_matches(const roce_packet &p, const struct rte_mbuf *m);
+UROCE_API bool icrc_matches(const roce_packet &p, const struct rte_mbuf *m);
 
 /* parse_frame / parse_mbuf followed by the ICRC check: parse_error::bad_icrc on mismatch. */
-parse_error parse_frame_verified(const uint8_t *data, size_t len, roce_packet &out);
-parse_error parse_mbuf_verified(const struct rte_mbuf *m, roce_packet &out);
+UROCE_API parse_error parse_frame_verified(const uint8_t *data, size_t len, roce_packet &out);
+UROCE_API parse_error parse_mbuf_verified(const struct rte_mbuf *m, roce_packet &out);
 
 } // namespace uroce
 

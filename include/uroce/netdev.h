@@ -18,6 +18,8 @@
 #ifndef UROCE_NETDEV_H
 #define UROCE_NETDEV_H
 
+#include <uroce/export.h>
+
 #include <cstdint>
 
 struct rte_mbuf;
@@ -29,7 +31,7 @@ struct netdev_caps {
     bool ipv4_csum_offload = false; /* NIC fills the IPv4 header checksum */
 };
 
-class netdev {
+class UROCE_API netdev {
   public:
     virtual ~netdev() = default;
     /* Send up to n frames; returns how many the driver took. */

@@ -60,13 +60,15 @@
 #ifndef UROCE_WORK_CHANNEL_H
 #define UROCE_WORK_CHANNEL_H
 
+#include <uroce/export.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <new>
 
-#include "uroce_verbs.h"
+#include <uroce/verbs.h>
 
 namespace uroce {
 
@@ -105,9 +107,9 @@ class work_channel {
 
     /* nullptr with *err = inval for a bad config (no device, depths not
      * powers of two, max_sge > 32, ...). Allocates both rings here, once. */
-    static std::unique_ptr<work_channel> create(const work_channel_config &cfg,
-                                                verbs_error *err = nullptr);
-    ~work_channel();
+    UROCE_API static std::unique_ptr<work_channel> create(const work_channel_config &cfg,
+                                                          verbs_error *err = nullptr);
+    UROCE_API ~work_channel();
     work_channel(const work_channel &) = delete;
     work_channel &operator=(const work_channel &) = delete;
 
@@ -115,26 +117,26 @@ class work_channel {
 
     /* Completions of c go to this channel from now on (c must be of the
      * channel's device; nomem beyond max_cqs; adding twice is a no-op). */
-    verbs_error add_cq(cq *c);
+    UROCE_API verbs_error add_cq(cq *c);
     /* Hand queued WRs (up to serve_budget) to the device, then move
      * completions from the CQs into the completion ring. Call it every loop
      * iteration before engine::poll(), which sends what it posted. Returns
      * the WRs plus completions it moved (0: idle). */
-    unsigned serve();
+    UROCE_API unsigned serve();
     const work_channel_serve_counters &serve_counters() const { return srv_cnt_; }
 
     /* ---- the application's thread */
 
     /* As uroce::post_send / post_recv, asynchronously (see the top of the
      * file for which errors are immediate). Each WR of a chain is copied. */
-    verbs_error post_send(qp *q, send_wr *wr, send_wr **bad_wr);
-    verbs_error post_recv(qp *q, recv_wr *wr, recv_wr **bad_wr);
+    UROCE_API verbs_error post_send(qp *q, send_wr *wr, send_wr **bad_wr);
+    UROCE_API verbs_error post_recv(qp *q, recv_wr *wr, recv_wr **bad_wr);
     /* Up to num completions of the channel's CQs into out; returns how many. */
-    int poll(int num, wc *out);
+    UROCE_API int poll(int num, wc *out);
     const work_channel_app_counters &app_counters() const { return app_cnt_; }
 
     /* Requests queued and not yet taken by serve() (a snapshot, any thread). */
-    uint32_t requests_pending() const;
+    UROCE_API uint32_t requests_pending() const;
     const work_channel_config &config() const { return cfg_; }
 
   private:

@@ -7,6 +7,8 @@
 #ifndef UROCE_FLOW_H
 #define UROCE_FLOW_H
 
+#include <uroce/export.h>
+
 #include <cstdint>
 
 namespace uroce {

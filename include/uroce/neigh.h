@@ -19,6 +19,8 @@
 #ifndef UROCE_NEIGH_H
 #define UROCE_NEIGH_H
 
+#include <uroce/export.h>
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -27,8 +29,8 @@
 #include <optional>
 #include <string_view>
 
-#include "uroce_gid.h"
-#include "uroce_neigh_hdr.h"
+#include <uroce/gid.h>
+#include <uroce/mac.h>
 
 struct rte_mbuf;
 struct rte_mempool;
@@ -61,7 +63,7 @@ class local_addr_table {
     static constexpr size_t max_gids = 1 + max_ipv4 + max_ipv6;
 
     /* Also (re)derives the link-local address and the GID table. */
-    void set_mac(const mac_addr &m);
+    UROCE_API void set_mac(const mac_addr &m);
     const mac_addr &mac() const { return mac_; }
 
     /* Add an address; an IPv4-mapped gid adds an IPv4 address. prefix_len
@@ -70,21 +72,21 @@ class local_addr_table {
      * table is full, the address is not a host unicast address (zero,
      * multicast, broadcast, loopback; IPv6 link-local: it is derived from
      * the MAC) or a duplicate. */
-    bool add(const gid &addr, uint8_t prefix_len);
+    UROCE_API bool add(const gid &addr, uint8_t prefix_len);
     bool add_ipv4(uint32_t addr_host, uint8_t prefix_len = 32) {
         return add(gid::from_ipv4(addr_host), prefix_len);
     }
     /* Command-line form: "10.99.0.2/24", "10.99.0.2", "fd00:99::2/64".
      * IPv4 prefixes count IPv4 bits (/24), as users write them. */
-    bool add(std::string_view text);
-    bool remove(const gid &addr);
+    UROCE_API bool add(std::string_view text);
+    UROCE_API bool remove(const gid &addr);
 
-    bool is_local_ipv4(uint32_t addr_host) const;
+    UROCE_API bool is_local_ipv4(uint32_t addr_host) const;
     /* Unicast addresses incl. the link-local one. */
-    bool is_local_ipv6(const uint8_t *addr16) const;
+    UROCE_API bool is_local_ipv6(const uint8_t *addr16) const;
     /* ff02::1:ffXX:XXXX of one of our IPv6 addresses (RFC 4861 7.2.1: the
      * groups a node joins so that NS reaches it). */
-    bool is_our_solicited_node(const uint8_t *addr16) const;
+    UROCE_API bool is_our_solicited_node(const uint8_t *addr16) const;
     bool is_local(const gid &g) const {
         return g.is_ipv4_mapped() ? is_local_ipv4(g.ipv4()) : is_local_ipv6(g.raw.data());
     }
@@ -92,8 +94,8 @@ class local_addr_table {
     /* Source address selection (RFC 1122 3.3.4.3 for IPv4, RFC 4861 7.2.2 /
      * RFC 6724 rule 2 in spirit for IPv6): an address on the destination's
      * prefix, else the first one; link-local destinations use link-local. */
-    std::optional<uint32_t> ipv4_source_for(uint32_t dst_host) const;
-    gid ipv6_source_for(const uint8_t *dst16) const;
+    UROCE_API std::optional<uint32_t> ipv4_source_for(uint32_t dst_host) const;
+    UROCE_API gid ipv6_source_for(const uint8_t *dst16) const;
 
     size_t num_ipv4() const { return n_ipv4_; }
     size_t num_ipv6() const { return n_ipv6_; }
@@ -107,7 +109,7 @@ class local_addr_table {
         return gids_[index];
     }
     /* Index of g in the GID table, or -1. */
-    int gid_index(const gid &g) const;
+    UROCE_API int gid_index(const gid &g) const;
 
   private:
     void rebuild_gids();
@@ -213,12 +215,12 @@ enum class neigh_drop : uint8_t {
 #undef UROCE_X
         count
 };
-const char *neigh_drop_name(neigh_drop d);
-const char *neigh_drop_description(neigh_drop d);
+UROCE_API const char *neigh_drop_name(neigh_drop d);
+UROCE_API const char *neigh_drop_description(neigh_drop d);
 /* Counter names / descriptions in the declaration order of neigh_counters;
  * the i-th counter is reinterpret_cast<const uint64_t *>(&counters)[i]. */
-const char *const *neigh_counter_names(size_t &n);
-const char *const *neigh_counter_descriptions(size_t &n);
+UROCE_API const char *const *neigh_counter_names(size_t &n);
+UROCE_API const char *const *neigh_counter_descriptions(size_t &n);
 
 /* ================================================================ cache */
 
@@ -235,7 +237,7 @@ enum class neigh_state : uint8_t {
     failed,
     permanent
 };
-const char *neigh_state_name(neigh_state s);
+UROCE_API const char *neigh_state_name(neigh_state s);
 
 enum class neigh_event : uint8_t {
     resolved,         /* INCOMPLETE entry got a MAC */
@@ -322,8 +324,8 @@ struct neigh_entry_view {
 
 class neigh {
   public:
-    neigh(const neigh_config &cfg, const local_addr_table &addrs);
-    ~neigh();
+    UROCE_API neigh(const neigh_config &cfg, const local_addr_table &addrs);
+    UROCE_API ~neigh();
     neigh(const neigh &) = delete;
     neigh &operator=(const neigh &) = delete;
 
@@ -339,12 +341,12 @@ class neigh {
      * either turned into a reply in place and appended to tx_out[n_tx++], or
      * freed. tx_out must have room for n more. Uses the time of the last
      * poll() for cache timestamps. */
-    void process_burst(rte_mbuf **in, uint16_t n, rte_mbuf **tx_out, uint16_t &n_tx);
+    UROCE_API void process_burst(rte_mbuf **in, uint16_t n, rte_mbuf **tx_out, uint16_t &n_tx);
 
     /* The classification the engine needs (ARP, IPv4 ICMP, IPv6 ICMPv6
      * including ND; one 802.1Q tag allowed): true if process_burst() should
      * get this frame. Looks at the first segment only; O(1). */
-    static bool is_neigh_frame(const rte_mbuf *m);
+    UROCE_API static bool is_neigh_frame(const rte_mbuf *m);
 
     /* ---- resolution */
 
@@ -354,7 +356,7 @@ class neigh {
      * created and the request goes out on the next poll(); nullopt until the
      * answer arrives. Multicast/broadcast map to their group MAC and our own
      * addresses to our MAC, without a cache entry. */
-    std::optional<mac_addr> resolve(const gid &next_hop);
+    UROCE_API std::optional<mac_addr> resolve(const gid &next_hop);
     std::optional<mac_addr> resolve_ipv4(uint32_t addr_host) {
         return resolve(gid::from_ipv4(addr_host));
     }
@@ -365,49 +367,50 @@ class neigh {
      * freed. Returns true when m was appended to tx_out (resolved now),
      * false when parked or dropped (then counted). Parked frames are sent
      * from poll(). */
-    bool send_or_hold(rte_mbuf *m, const gid &next_hop, rte_mbuf **tx_out, uint16_t &n_tx);
+    UROCE_API bool send_or_hold(rte_mbuf *m, const gid &next_hop, rte_mbuf **tx_out,
+                                uint16_t &n_tx);
 
     /* Upper-layer reachability confirmation (RFC 4861 7.3.1): the transport
      * got an ACK from this peer, so the entry is REACHABLE without probing. */
-    void confirm(const gid &ip);
+    UROCE_API void confirm(const gid &ip);
 
     /* Static entry (never expires, never overwritten by learning). */
-    bool add_static(const gid &ip, const mac_addr &mac);
-    bool remove(const gid &ip);
-    void flush(); /* all dynamic entries */
+    UROCE_API bool add_static(const gid &ip, const mac_addr &mac);
+    UROCE_API bool remove(const gid &ip);
+    UROCE_API void flush(); /* all dynamic entries */
 
-    std::optional<neigh_entry_view> lookup(const gid &ip) const;
+    UROCE_API std::optional<neigh_entry_view> lookup(const gid &ip) const;
     size_t size() const { return n_entries_; }
     template <typename Fn> void for_each(Fn &&fn) const {
         for (uint32_t i = 0; i < cfg_.max_entries; i++)
             if (entries_[i].state != neigh_state::none) fn(view(entries_[i]));
     }
-    void dump(FILE *f) const; /* like `ip neigh` */
+    UROCE_API void dump(FILE *f) const; /* like `ip neigh` */
 
     /* ---- timers */
 
     /* Advance time (monotonic ns), send pending requests and parked frames,
      * retransmit, expire. Appends at most tx_cap - n_tx frames to tx_out. */
-    void poll(uint64_t now_ns, rte_mbuf **tx_out, uint16_t &n_tx, uint16_t tx_cap);
+    UROCE_API void poll(uint64_t now_ns, rte_mbuf **tx_out, uint16_t &n_tx, uint16_t tx_cap);
     uint64_t now() const { return now_; }
 
     /* (Re)announce all addresses, e.g. after the address table or the MAC
      * changed (RFC 4861 7.2.6): announce_count rounds from the next poll(),
      * and the MLD state-change reports for the (new) solicited-node groups. */
-    void announce();
+    UROCE_API void announce();
 
     const neigh_counters &counters() const { return ctr_; }
     uint64_t drops(neigh_drop d) const { return drops_[size_t(d)]; }
-    uint64_t drops_total() const;
-    void dump_counters(FILE *f) const; /* non-zero counters and drops */
+    UROCE_API uint64_t drops_total() const;
+    UROCE_API void dump_counters(FILE *f) const; /* non-zero counters and drops */
 
     /* One's-complement checksum helpers (exposed for tests and the engine).
      * Sum (not complemented, folded to 16 bits) of len bytes from offset off
      * of an mbuf chain; odd-length segments handled (RFC 1071 2(B)). */
-    static uint16_t mbuf_sum(const rte_mbuf *m, uint32_t off, uint32_t len);
+    UROCE_API static uint16_t mbuf_sum(const rte_mbuf *m, uint32_t off, uint32_t len);
     /* ICMPv6 pseudo-header sum (RFC 8200 8.1 / RFC 4443 2.3), unfolded. */
-    static uint32_t ipv6_pseudo_sum(const uint8_t *src16, const uint8_t *dst16, uint32_t len,
-                                    uint8_t next_header);
+    UROCE_API static uint32_t ipv6_pseudo_sum(const uint8_t *src16, const uint8_t *dst16,
+                                              uint32_t len, uint8_t next_header);
 
   private:
     struct entry {

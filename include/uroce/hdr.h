@@ -12,10 +12,12 @@
 #ifndef UROCE_HDR_H
 #define UROCE_HDR_H
 
+#include <uroce/export.h>
+
 #include <cstddef>
 #include <cstdint>
 
-#include "uroce_byteorder.h"
+#include <uroce/byteorder.h>
 
 namespace uroce {
 

@@ -11,10 +11,12 @@
 #ifndef UROCE_OPCODE_H
 #define UROCE_OPCODE_H
 
+#include <uroce/export.h>
+
 #include <array>
 #include <cstdint>
 
-#include "uroce_hdr.h"
+#include <uroce/hdr.h>
 
 namespace uroce {
 

@@ -19,11 +19,13 @@
 #ifndef UROCE_ICRC_H
 #define UROCE_ICRC_H
 
+#include <uroce/export.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 
-#include "uroce_crc32.h"
+#include <uroce/crc32.h>
 
 struct rte_mbuf;
 
@@ -36,7 +38,7 @@ inline constexpr uint32_t icrc_seed = 0xdebb20e3u;
  * ip_hdr: start of the IPv4/IPv6 header (version from its first nibble);
  * len: bytes from there up to (excluding) the ICRC field.
  * Compare with icrc_read_wire(ip_hdr + len). */
-uint32_t icrc_compute(const void *ip_hdr, size_t len);
+UROCE_API uint32_t icrc_compute(const void *ip_hdr, size_t len);
 
 /* Incremental form, for packets in several pieces. */
 struct icrc_state {
@@ -49,7 +51,7 @@ struct icrc_state {
  * does not (a runt), only the bytes present are used, masked as far as they
  * go -- the result is then just some value that will not match. An unknown
  * IP version is treated as IPv4. */
-icrc_state icrc_begin(const void *ip_hdr, size_t contiguous_len);
+UROCE_API icrc_state icrc_begin(const void *ip_hdr, size_t contiguous_len);
 
 static inline void icrc_update(icrc_state &s, const void *p, size_t n) {
     s.reg = crc32_update(s.reg, p, n);
@@ -64,7 +66,8 @@ static inline uint32_t icrc_finish(const icrc_state &s) {
  * well-formed packet). Walks the segments; copies at most the headers, and
  * only if they straddle a segment boundary. Offsets beyond pkt_len are
  * clamped. */
-uint32_t icrc_compute_mbuf(const struct rte_mbuf *m, uint32_t l3_offset, uint32_t icrc_offset);
+UROCE_API uint32_t icrc_compute_mbuf(const struct rte_mbuf *m, uint32_t l3_offset,
+                                     uint32_t icrc_offset);
 
 /* The ICRC as stored on the wire (little-endian). */
 static inline uint32_t icrc_read_wire(const void *icrc_field) {

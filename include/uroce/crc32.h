@@ -16,6 +16,8 @@
 #ifndef UROCE_CRC32_H
 #define UROCE_CRC32_H
 
+#include <uroce/export.h>
+
 #include <cstddef>
 #include <cstdint>
 
@@ -28,22 +30,24 @@ enum class crc32_path : uint8_t { scalar, clmul, vclmul };
  *   crc32_update(~0u, p, n) ^ ~0u == zlib crc32(0, p, n).
  * Chaining is plain: crc32_update(crc32_update(r, a, n), b, m) is the update
  * over the concatenation a||b. Never reads outside [data, data+len). */
-uint32_t crc32_update(uint32_t reg, const void *data, size_t len);        /* dispatched */
-uint32_t crc32_update_scalar(uint32_t reg, const void *data, size_t len); /* slicing-by-8 */
-uint32_t crc32_update_clmul(uint32_t reg, const void *data,
-                            size_t len);                                  /* only if supported;
-                                                                            VEX-encoded if AVX is usable */
-uint32_t crc32_update_vclmul(uint32_t reg, const void *data, size_t len); /* only if supported */
+UROCE_API uint32_t crc32_update(uint32_t reg, const void *data, size_t len); /* dispatched */
+UROCE_API uint32_t crc32_update_scalar(uint32_t reg, const void *data,
+                                       size_t len); /* slicing-by-8 */
+UROCE_API uint32_t crc32_update_clmul(uint32_t reg, const void *data,
+                                      size_t len); /* only if supported;
+                                                     VEX-encoded if AVX is usable */
+UROCE_API uint32_t crc32_update_vclmul(uint32_t reg, const void *data,
+                                       size_t len); /* only if supported */
 
-bool crc32_path_supported(crc32_path p);
-crc32_path crc32_best_path();
-crc32_path crc32_active_path();
+UROCE_API bool crc32_path_supported(crc32_path p);
+UROCE_API crc32_path crc32_best_path();
+UROCE_API crc32_path crc32_active_path();
 /* Force a path (tests, benchmarks). Returns false, and changes nothing, if
  * the CPU/OS does not support it. Not meant to race with running updates:
  * concurrent callers see either the old or the new engine, both correct. */
-bool crc32_set_path(crc32_path p);
+UROCE_API bool crc32_set_path(crc32_path p);
 /* "scalar", "pclmulqdq", "vpclmulqdq-avx2" (the UROCE_CRC32_PATH spellings). */
-const char *crc32_path_name(crc32_path p);
+UROCE_API const char *crc32_path_name(crc32_path p);
 
 /* zlib-compatible convenience: crc32_ieee(prev, p, n) == zlib crc32(prev, p, n). */
 static inline uint32_t crc32_ieee(uint32_t prev, const void *p, size_t n) {
@@ -52,12 +56,12 @@ static inline uint32_t crc32_ieee(uint32_t prev, const void *p, size_t n) {
 
 /* Register after 'len' zero bytes: crc32_zeros(reg, n) == crc32_update(reg,
  * zeros, n) in O(log n) without touching memory. */
-uint32_t crc32_zeros(uint32_t reg, uint64_t len);
+UROCE_API uint32_t crc32_zeros(uint32_t reg, uint64_t len);
 
 /* zlib crc32_combine() semantics on final (inverted) CRC values: given
  * crc_a = crc32_ieee(0, A, |A|) and crc_b = crc32_ieee(0, B, len_b), returns
  * crc32_ieee(0, A||B, |A|+len_b). */
-uint32_t crc32_ieee_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
+UROCE_API uint32_t crc32_ieee_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
 
 } // namespace uroce
 

@@ -5,6 +5,8 @@
 #ifndef UROCE_PCAP_WRITER_H
 #define UROCE_PCAP_WRITER_H
 
+#include <uroce/export.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -16,21 +18,21 @@ namespace uroce {
 class pcap_writer {
   public:
     /* nullptr with err set when the file cannot be created. */
-    static std::unique_ptr<pcap_writer> open(const std::string &path, std::string &err,
-                                             uint32_t snaplen = 65535);
-    ~pcap_writer();
+    UROCE_API static std::unique_ptr<pcap_writer> open(const std::string &path, std::string &err,
+                                                       uint32_t snaplen = 65535);
+    UROCE_API ~pcap_writer();
     pcap_writer(const pcap_writer &) = delete;
     pcap_writer &operator=(const pcap_writer &) = delete;
 
     /* One frame, from a contiguous buffer or an mbuf chain (segments are
      * gathered; the mbuf is not modified). Time is the wall clock. */
-    void write(const void *frame, uint32_t len);
-    void write(const rte_mbuf *m);
+    UROCE_API void write(const void *frame, uint32_t len);
+    UROCE_API void write(const rte_mbuf *m);
     void write_burst(rte_mbuf *const *pkts, uint16_t n) {
         for (uint16_t i = 0; i < n; i++)
             write(pkts[i]);
     }
-    void flush();
+    UROCE_API void flush();
     uint64_t frames() const { return frames_; }
     uint64_t truncated() const { return truncated_; }
 

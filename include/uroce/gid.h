@@ -6,6 +6,8 @@
 #ifndef UROCE_GID_H
 #define UROCE_GID_H
 
+#include <uroce/export.h>
+
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -13,11 +15,11 @@
 #include <string>
 #include <string_view>
 
-#include "uroce_byteorder.h"
+#include <uroce/byteorder.h>
 
 namespace uroce {
 
-struct gid {
+struct UROCE_API gid {
     std::array<uint8_t, 16> raw{}; /* network order, as on the wire and in ibv_gid */
 
     static constexpr std::array<uint8_t, 12> v4_mapped_prefix{0, 0, 0, 0, 0,    0,

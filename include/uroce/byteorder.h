@@ -9,6 +9,8 @@
 #ifndef UROCE_BYTEORDER_H
 #define UROCE_BYTEORDER_H
 
+#include <uroce/export.h>
+
 #include <bit>
 #include <cstdint>
 #include <cstring>

@@ -9,7 +9,7 @@
  * QPN. So:
  *
  *   - each shard's device takes its QPNs from its own slice of the QPN
- *     space (device_config::shard_index; qpn_shard() in uroce_verbs.h), and
+ *     space (shard_qpn_range() below), and
  *     the owner of a received frame is one shift of the BTH destination QPN;
  *   - each shard reads its own RX queue (RSS spreads flows over the queues
  *     where the PMD can; one queue read by shard 0 where it cannot) and
@@ -32,6 +32,8 @@
 #ifndef UROCE_SHARD_H
 #define UROCE_SHARD_H
 
+#include <uroce/export.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -39,13 +41,38 @@
 
 #include <rte_mbuf.h>
 
-#include "uroce_engine.h"
-#include "uroce_hdr.h"
-#include "uroce_verbs.h"
+#include <uroce/engine.h>
+#include <uroce/hdr.h>
+#include <uroce/verbs.h>
 
 struct rte_ring;
 
 namespace uroce {
+
+/* Which shard owns a QPN: the BTH's 24-bit destination QPN carries the shard
+ * index in its top 8 bits, so a received frame's owner is one shift away
+ * (no table, no division). Shard 0 of 1 keeps rxe's QPNs (0x11, 0x12, ...);
+ * QP0/QP1 and QPNs naming no shard belong to shard 0, which counts them as
+ * unknown like any other QPN it does not have. */
+inline constexpr unsigned qpn_shard_shift = 16;
+inline constexpr uint32_t qpn_shard_span = 1u << qpn_shard_shift; /* QPNs per shard */
+inline constexpr unsigned max_shards = 1u << (24 - qpn_shard_shift);
+static inline unsigned qpn_shard(uint32_t qpn, unsigned shard_count) {
+    const unsigned s = (qpn & 0xffffffu) >> qpn_shard_shift;
+    return s < shard_count ? s : 0;
+}
+
+/* Give shard `index`'s device its slice of the QPN space: QPNs from
+ * index * qpn_shard_span + default_first_qpn (0x11, 0x10011, ...), and at
+ * most what the slice holds (max_qp is lowered to fit). False if there is no
+ * such shard. One device alone keeps the default range instead. */
+static inline bool shard_qpn_range(device_config &dc, unsigned index) {
+    if (index >= max_shards) return false;
+    dc.first_qpn = uint32_t(index) * qpn_shard_span + default_first_qpn;
+    if (dc.max_qp > qpn_shard_span - default_first_qpn)
+        dc.max_qp = qpn_shard_span - default_first_qpn;
+    return true;
+}
 
 /* The shard that serves a received frame: RoCEv2 by its BTH destination
  * QPN, neighbour traffic on shard 0, everything else where it arrived
@@ -82,10 +109,10 @@ class shard_group {
     static constexpr unsigned default_ring_size = 1024;
 
     /* name prefixes the rings' names (unique per process); nullptr with err set. */
-    static std::unique_ptr<shard_group> create(const std::string &name, unsigned count,
-                                               std::string &err,
-                                               unsigned ring_size = default_ring_size);
-    ~shard_group();
+    UROCE_API static std::unique_ptr<shard_group> create(const std::string &name, unsigned count,
+                                                         std::string &err,
+                                                         unsigned ring_size = default_ring_size);
+    UROCE_API ~shard_group();
     shard_group(const shard_group &) = delete;
     shard_group &operator=(const shard_group &) = delete;
 
@@ -106,10 +133,10 @@ class shard {
 
     /* Frames this shard received from its port queue: its own go to its
      * engine, the others to their owners' inboxes. Every mbuf is consumed. */
-    void rx_burst(rte_mbuf **pkts, uint16_t n);
+    UROCE_API void rx_burst(rte_mbuf **pkts, uint16_t n);
     /* Frames other shards handed over, then the engine's progress. Returns
      * frames taken from the inbox plus frames sent: 0 means idle. */
-    unsigned poll();
+    UROCE_API unsigned poll();
 
     unsigned index() const { return index_; }
     engine &eng() const { return eng_; }

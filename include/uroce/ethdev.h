@@ -12,6 +12,8 @@
 #ifndef UROCE_ETHDEV_H
 #define UROCE_ETHDEV_H
 
+#include <uroce/export.h>
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -20,7 +22,9 @@
 
 #include <rte_ethdev.h>
 
-#include "uroce_netdev.h"
+#include <uroce/engine.h>
+#include <uroce/netdev.h>
+#include <uroce/shard.h>
 
 struct rte_mempool;
 
@@ -64,13 +68,13 @@ struct ethdev_counters {
     uint64_t tx_full = 0;     /* frames the PMD did not take (ring full); the caller frees them */
     uint64_t tx_too_long = 0; /* frames above max_frame_len, dropped before the PMD */
 };
-void ethdev_counters_add(ethdev_counters &to, const ethdev_counters &c);
+UROCE_API void ethdev_counters_add(ethdev_counters &to, const ethdev_counters &c);
 
 class ethdev_port final : public netdev {
   public:
     /* Opens and starts the port; nullptr with err set (one line naming the problem). */
-    static std::unique_ptr<ethdev_port> open(const ethdev_config &cfg, std::string &err);
-    ~ethdev_port() override;
+    UROCE_API static std::unique_ptr<ethdev_port> open(const ethdev_config &cfg, std::string &err);
+    UROCE_API ~ethdev_port() override;
     ethdev_port(const ethdev_port &) = delete;
     ethdev_port &operator=(const ethdev_port &) = delete;
 
@@ -84,7 +88,7 @@ class ethdev_port final : public netdev {
         return got;
     }
     uint16_t tx_burst(rte_mbuf **pkts, uint16_t n) override { return tx_burst(0, pkts, n); }
-    uint16_t tx_burst(uint16_t queue, rte_mbuf **pkts, uint16_t n);
+    UROCE_API uint16_t tx_burst(uint16_t queue, rte_mbuf **pkts, uint16_t n);
 
     const uint8_t *mac() const override { return mac_.addr_bytes; }
     netdev_caps caps() const override { return caps_; }
@@ -93,7 +97,7 @@ class ethdev_port final : public netdev {
     rte_mempool *pool() const { return pool_; }
     const std::string &driver_name() const { return driver_name_; }
     /* The sum over the queues (a snapshot when other lcores run them). */
-    ethdev_counters counters() const;
+    UROCE_API ethdev_counters counters() const;
     const ethdev_counters &queue_counters(uint16_t queue) const { return qcnt_[queue].c; }
     uint16_t rx_queues() const { return rx_queues_; }
     uint16_t tx_queues() const { return tx_queues_; }
@@ -105,9 +109,9 @@ class ethdev_port final : public netdev {
         return rte_eth_link_get_nowait(port_id_, &link) == 0 && link.link_status == RTE_ETH_LINK_UP;
     }
     /* The largest IB path MTU (256..4096) this port's frame size carries. */
-    uint32_t max_ib_mtu() const;
+    UROCE_API uint32_t max_ib_mtu() const;
     /* One-line summary: driver, MAC, MTU, offloads. */
-    std::string describe() const;
+    UROCE_API std::string describe() const;
 
   private:
     ethdev_port() = default;
@@ -134,7 +138,7 @@ class ethdev_port final : public netdev {
 };
 
 /* One TX queue of a port as a netdev: the output of shard i's engine. */
-class ethdev_tx_queue final : public netdev {
+class UROCE_API ethdev_tx_queue final : public netdev {
   public:
     ethdev_tx_queue(ethdev_port &port, uint16_t queue) : port_(port), queue_(queue) {}
     uint16_t tx_burst(rte_mbuf **pkts, uint16_t n) override {
@@ -152,7 +156,38 @@ class ethdev_tx_queue final : public netdev {
  * set them: af_packet's default 2048-byte ring frames truncate jumbo frames
  * silently (adds framesz=10240,blocksz=20480,framecnt=512); memif duplicates
  * frames that span several of its 2048-byte buffers (adds bsize=10240). */
-std::string ethdev_fixup_vdev_args(const std::string &vdev);
+UROCE_API std::string ethdev_fixup_vdev_args(const std::string &vdev);
+
+/* ---------------------------------------------------------------- the loop over a port
+ *
+ *     while (!stop) ethdev_engine_poll(eng, port);
+ *
+ * A custom dataplane that owns the port calls eng.rx_burst() with the frames
+ * it wants the stack to see and eng.poll() instead. With several shards,
+ * lcore i runs  while (!stop) ethdev_shard_poll(shard_i, port);
+ */
+
+/* Receive a burst, dispatch it, run the stack's timers and send queues.
+ * Returns the frames received plus sent: 0 means the loop was idle. */
+static inline unsigned ethdev_engine_poll(engine &eng, ethdev_port &port, uint16_t queue = 0) {
+    rte_mbuf *pkts[engine::burst];
+    uint16_t n = port.rx_burst(queue, pkts, engine::burst);
+    eng.rx_burst(pkts, n);
+    return n + eng.poll();
+}
+
+/* One iteration of shard sh's loop on its lcore: its RX queue when it has
+ * one (without RSS only shard 0 reads the port), the fan-out, its inbox,
+ * its engine's progress. Returns 0 when the iteration was idle. */
+static inline unsigned ethdev_shard_poll(shard &sh, ethdev_port &port) {
+    uint16_t n = 0;
+    if (sh.index() < port.rx_queues()) {
+        rte_mbuf *pkts[engine::burst];
+        n = port.rx_burst(uint16_t(sh.index()), pkts, engine::burst);
+        sh.rx_burst(pkts, n);
+    }
+    return n + sh.poll();
+}
 
 } // namespace uroce
 

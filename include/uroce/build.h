@@ -8,14 +8,16 @@
 #ifndef UROCE_BUILD_H
 #define UROCE_BUILD_H
 
+#include <uroce/export.h>
+
 #include <cstddef>
 #include <cstdint>
 
-#include "uroce_flow.h"
-#include "uroce_gid.h"
-#include "uroce_hdr.h"
-#include "uroce_opcode.h"
-#include "uroce_parse.h"
+#include <uroce/flow.h>
+#include <uroce/gid.h>
+#include <uroce/hdr.h>
+#include <uroce/opcode.h>
+#include <uroce/parse.h>
 
 struct rte_mbuf;
 
@@ -93,38 +95,41 @@ static inline constexpr size_t frame_length(const roce_path &p, uint8_t opcode,
 }
 
 /* Fill a roce_path's IP version from its GIDs (IPv4 when both are IPv4-mapped). */
-void path_set_ip_version(roce_path &p);
+UROCE_API void path_set_ip_version(roce_path &p);
 
 /* Write all headers into out[0 .. header_length). The IPv4 header checksum is
  * computed unless ip_csum_offload (then left 0 for the NIC). The UDP checksum
  * is 0, as rxe and hardware RoCE NICs send it. Returns the bytes written. */
-size_t write_headers(uint8_t *out, const roce_path &path, const bth_fields &b, const ext_fields &x,
-                     uint32_t payload_len, uint16_t ip_id, bool ip_csum_offload = false);
+UROCE_API size_t write_headers(uint8_t *out, const roce_path &path, const bth_fields &b,
+                               const ext_fields &x, uint32_t payload_len, uint16_t ip_id,
+                               bool ip_csum_offload = false);
 
 /* Write pad zeros and the ICRC after a contiguous frame whose headers and
  * payload are in place; returns the full frame length. */
-size_t finish_frame(uint8_t *frame, size_t header_len, uint32_t payload_len, size_t l2_len);
+UROCE_API size_t finish_frame(uint8_t *frame, size_t header_len, uint32_t payload_len,
+                              size_t l2_len);
 
 /* Build a whole contiguous frame: headers, a copy of payload, pad, ICRC.
  * out must hold frame_length(path, b.opcode, payload_len) bytes. */
-size_t build_frame(uint8_t *out, const roce_path &path, const bth_fields &b, const ext_fields &x,
-                   const void *payload, uint32_t payload_len, uint16_t ip_id);
+UROCE_API size_t build_frame(uint8_t *out, const roce_path &path, const bth_fields &b,
+                             const ext_fields &x, const void *payload, uint32_t payload_len,
+                             uint16_t ip_id);
 
 /* Build around an mbuf chain that already holds exactly payload_len payload
  * bytes: headers go into the first segment's headroom (prepend), pad and ICRC
  * are appended to the last segment, and the ICRC is computed over the chain.
  * Sets l2_len/l3_len/l4_len and, with ip_csum_offload, the IPv4 checksum
  * offload flags. Returns false when headroom or tailroom is short. */
-bool build_mbuf(struct rte_mbuf *m, const roce_path &path, const bth_fields &b, const ext_fields &x,
-                uint16_t ip_id, bool ip_csum_offload = false);
+UROCE_API bool build_mbuf(struct rte_mbuf *m, const roce_path &path, const bth_fields &b,
+                          const ext_fields &x, uint16_t ip_id, bool ip_csum_offload = false);
 
 /* The inverse of write_headers: recover the fields of a parsed packet, so a
  * capture can be rebuilt byte for byte (tests, uroce-dump). */
-void extract_fields(const roce_packet &p, roce_path &path, bth_fields &b, ext_fields &x,
-                    uint16_t &ip_id);
+UROCE_API void extract_fields(const roce_packet &p, roce_path &path, bth_fields &b, ext_fields &x,
+                              uint16_t &ip_id);
 
 /* RFC 1071 checksum of an IPv4 header (checksum field treated as zero by the caller). */
-uint16_t ipv4_header_checksum(const ipv4_hdr *ip, size_t len);
+UROCE_API uint16_t ipv4_header_checksum(const ipv4_hdr *ip, size_t len);
 
 } // namespace uroce
 

@@ -7,6 +7,8 @@
 #ifndef UROCE_COUNTERS_H
 #define UROCE_COUNTERS_H
 
+#include <uroce/export.h>
+
 #include <cstddef>
 #include <cstdint>
 
