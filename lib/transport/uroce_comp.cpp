@@ -100,17 +100,19 @@ void comp_arm_retrans(qp *q) {
     q->dev->timers().arm(q->retrans_timer, q->dev->now_ns(), t);
 }
 
-/* Forward progress: reset the retry counters and restart the timer. */
 /* Keep the requester at or after the completer: after a go-back-N restart,
  * late responses can acknowledge WQEs the requester is about to resend. */
-static void sync_req(qp *q) {
+static void requester_catch_up(qp *q) {
     if (int32_t(q->sq_comp - q->req.wqe) > 0 ||
         (q->sq_comp == q->req.wqe && psn_diff(q->comp.psn, q->req.psn) > 0))
         req_reposition(q);
 }
 
-static void progress(qp *q) {
-    sync_req(q);
+/* The completer's PSN moved (forward progress): the requester must not lag
+ * behind it, both retry counters start over, and the retransmit timer
+ * restarts while anything is still outstanding (IBTA 9.7.6.1.3). */
+static void record_forward_progress(qp *q) {
+    requester_catch_up(q);
     q->comp.retry_left = q->attr.retry_cnt;
     q->comp.rnr_left = q->attr.rnr_retry;
     q->comp.retry_guard = false;
@@ -222,7 +224,7 @@ void comp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
         /* a positive ACK also covers its own PSN */
         if (d < 0 || (d == 0 && !(is_ack && !is_nak))) break;
         if (w.opcode == wr_opcode::rdma_read || is_atomic_op(w.opcode)) {
-            if (advanced) progress(q);
+            if (advanced) record_forward_progress(q);
             retry(q, false);
             return;
         }
@@ -232,7 +234,7 @@ void comp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
         if (d == 0) break;
     }
     if (q->sq_comp == q->sq_head || sq_at(q, q->sq_comp).state != wqe_state::issued) {
-        if (advanced) progress(q);
+        if (advanced) record_forward_progress(q);
         check_error_head(q);
         return;
     }
@@ -241,7 +243,7 @@ void comp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
     if (is_ack && !is_nak) {
         if (w.opcode == wr_opcode::rdma_read || is_atomic_op(w.opcode)) {
             /* An ACK inside a READ/atomic: its responses were lost. */
-            if (advanced) progress(q);
+            if (advanced) record_forward_progress(q);
             if (psn_diff(psn, q->comp.psn) >= 0) retry(q, false);
             return;
         }
@@ -250,7 +252,7 @@ void comp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
             q->comp.psn = psn_add(psn, 1);
             advanced = true;
         }
-        if (advanced) progress(q);
+        if (advanced) record_forward_progress(q);
         return;
     }
 
@@ -261,7 +263,7 @@ void comp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
             q->comp.psn = psn;
             advanced = true;
         }
-        if (advanced) progress(q);
+        if (advanced) record_forward_progress(q);
         if (syn_type == aeth_syndrome::type_rnr_nak) {
             ++q->cnt.rnr_naks_rcvd;
             /* rnr_retry 7 means retry forever (IBTA 9.7.5.2.8). */
@@ -311,7 +313,7 @@ void comp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
         }
         if (psn != q->comp.psn) {
             /* a response is missing: go back to the first one we lack */
-            if (advanced) progress(q);
+            if (advanced) record_forward_progress(q);
             retry(q, false);
             return;
         }
@@ -325,7 +327,7 @@ void comp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
                                    : info.has(op_flag::middle));
         if (!op_ok || p.payload_len != expect) {
             ++q->cnt.opcode_seq_errors;
-            if (advanced) progress(q);
+            if (advanced) record_forward_progress(q);
             return;
         }
         if (expect && !scatter(q, w, off, p, m, p.payload_len)) {
@@ -335,7 +337,7 @@ void comp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
         q->cnt.rx_bytes += p.payload_len;
         q->comp.psn = psn_add(psn, 1);
         if (last) comp_complete_wqe(q, w);
-        progress(q);
+        record_forward_progress(q);
         check_error_head(q);
         return;
     }
@@ -343,7 +345,7 @@ void comp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
     if (p.opcode == to_u8(ib_opcode::rc_atomic_acknowledge)) {
         if (!is_atomic_op(w.opcode) || psn != w.first_psn) {
             ++q->cnt.bad_responses;
-            if (advanced) progress(q);
+            if (advanced) record_forward_progress(q);
             return;
         }
         uint64_t orig = p.atomic_ack_eth()->orig();
@@ -357,7 +359,7 @@ void comp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
         std::memcpy(reinterpret_cast<void *>(w.sg[0].addr), &orig, 8);
         q->comp.psn = psn_add(psn, 1);
         comp_complete_wqe(q, w);
-        progress(q);
+        record_forward_progress(q);
         check_error_head(q);
         return;
     }

@@ -172,10 +172,10 @@ verbs_error qp_init(qp *q, const qp_init_attr &a) {
     if (!a.srq) q->rq.init(q->cap.max_recv_wr, q->cap.max_recv_sge);
     uint32_t rsge = a.srq ? a.srq->rq.max_sge() : q->cap.max_recv_sge;
     q->resp.wqe_sg = std::make_unique<sge[]>(rsge ? rsge : 1);
-    q->resp.nres = max_rd_atomic_limit;
-    q->resp.res = std::make_unique<rd_resource[]>(q->resp.nres);
-    q->resp.outq = std::make_unique<uint16_t[]>(q->resp.nres * 2);
-    q->resp.outq_mask = q->resp.nres * 2 - 1;
+    q->resp.res_slots = max_rd_atomic_limit;
+    q->resp.res = std::make_unique<rd_resource[]>(q->resp.res_slots);
+    q->resp.reply_fifo = std::make_unique<uint16_t[]>(q->resp.res_slots * 2);
+    q->resp.reply_fifo_mask = q->resp.res_slots * 2 - 1;
     q->retrans_timer.fn = comp_retrans_timeout;
     q->retrans_timer.arg = q;
     q->rnr_timer.fn = comp_rnr_timeout;
@@ -244,7 +244,7 @@ void qp_to_error(qp *q) {
     q->req.need_retry = false;
     q->req.rnr_wait = false;
     q->resp.ack_pending = false;
-    q->resp.outq_head = q->resp.outq_tail = 0;
+    q->resp.reply_fifo_head = q->resp.reply_fifo_tail = 0;
     qp_flush(q);
 }
 

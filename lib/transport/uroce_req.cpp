@@ -81,7 +81,10 @@ verbs_error req_post_send(qp *q, send_wr *wr, send_wr **bad_wr) {
         w.wr_id = wr->wr_id;
         w.opcode = wr->opcode;
         w.flags = wr->send_flags;
-        w.imm_or_inv = wr->imm_data;
+        if (wr->opcode == wr_opcode::send_with_inv)
+            w.invalidate_rkey = wr->invalidate_rkey;
+        else
+            w.imm_data = wr->imm_data;
         w.length = len;
         w.signaled = q->sq_sig_all || (wr->send_flags & send_signaled);
         w.state = wqe_state::posted;
@@ -225,9 +228,11 @@ static uint8_t pick_opcode(qp_type t, wr_opcode op, bool first, bool last) {
     }
 }
 
-/* A WQE whose local memory went away: complete it with a local protection
- * error in order (now, or when the completer reaches it). */
-static bool false_local(qp *q, send_wqe &w) {
+/* A WQE whose local memory is not (or no longer) registered for it: it
+ * fails with a local protection error, completed in order (now if it is the
+ * oldest, else when the completer reaches it); then RC goes to ERR and
+ * UC/UD to SQE (IBTA 10.3.1.7). */
+static void fail_wqe_local_access(qp *q, send_wqe &w) {
     w.state = wqe_state::error;
     w.status = wc_status::loc_prot_err;
     if (w.rd_counted) {
@@ -242,7 +247,6 @@ static bool false_local(qp *q, send_wqe &w) {
         else
             qp_to_sqe(q);
     }
-    return false;
 }
 
 /* Send one packet of the current WQE; false when out of mbufs or when its
@@ -268,10 +272,13 @@ static bool send_one(qp *q, send_wqe &w) {
         /* IBTA 10.2.4: a WR Q_Key with the high bit set means "use the QP's". */
         x.qkey = (w.remote_qkey & 0x80000000u) ? q->attr.qkey : w.remote_qkey;
         x.src_qp = q->qpn;
-        x.imm_raw = w.imm_or_inv;
+        x.imm_raw = w.imm_data;
         payload = uint32_t(w.length);
         hdr = &w.ah->hdr;
-        if (!local_range_ok(q, w, 0, payload)) return false_local(q, w);
+        if (!local_range_ok(q, w, 0, payload)) {
+            fail_wqe_local_access(q, w);
+            return false;
+        }
     } else if (w.opcode == wr_opcode::rdma_read) {
         uint64_t rem = w.length - q->req.offset;
         b.opcode = to_u8(ib_opcode::rc_rdma_read_request);
@@ -292,15 +299,20 @@ static bool send_one(qp *q, send_wqe &w) {
         bool first = q->req.offset == 0;
         last_pkt = rem <= q->mtu;
         payload = last_pkt ? uint32_t(rem) : q->mtu;
-        if (!local_range_ok(q, w, q->req.offset, payload)) return false_local(q, w);
+        if (!local_range_ok(q, w, q->req.offset, payload)) {
+            fail_wqe_local_access(q, w);
+            return false;
+        }
         b.opcode = pick_opcode(q->type, w.opcode, first, last_pkt);
         if (first) {
             x.va = w.remote_addr;
             x.rkey = w.rkey;
             x.dma_length = uint32_t(w.length);
         }
-        x.imm_raw = w.imm_or_inv;
-        if (w.opcode == wr_opcode::send_with_inv) x.rkey = w.imm_or_inv;
+        if (w.opcode == wr_opcode::send_with_inv)
+            x.rkey = w.invalidate_rkey; /* IETH; no ImmDt on these opcodes */
+        else
+            x.imm_raw = w.imm_data;
         src.offset = q->req.offset;
     }
     if (q->type != qp_type::ud) b.dest_qp = q->attr.dest_qp_num;
@@ -375,17 +387,7 @@ unsigned req_process(qp *q, unsigned budget) {
                 if (is_rd_atomic(w.opcode) && q->req.rd_atomic_outstanding >= max_rd) break;
             }
             if (!check_local(q, w)) {
-                w.state = wqe_state::error;
-                w.status = wc_status::loc_prot_err;
-                /* complete in order: only once everything before it is done */
-                if (q->sq_comp == q->req.wqe) {
-                    post_send_cqe(q, w, w.status);
-                    ++q->sq_comp;
-                    if (q->type == qp_type::rc)
-                        qp_to_error(q);
-                    else
-                        qp_to_sqe(q);
-                }
+                fail_wqe_local_access(q, w);
                 break;
             }
             w.state = wqe_state::issued;

@@ -4,7 +4,7 @@
  * responder resources, duplicate handling (IBTA 9.9.2, C9-105..C9-115),
  * RNR and error NAKs, and coalesced ACKs.
  *
- * Response order: READ responses and atomic ACKs are queued per QP (outq)
+ * Response order: READ responses and atomic ACKs are queued per QP (reply_fifo)
  * and streamed from poll(); a coalesced ACK/NAK is sent only after the
  * queue drains, so the requester always sees responses in PSN order.
  */
@@ -31,13 +31,13 @@ void resp_reset(qp *q) {
     r.write_va = r.write_len = r.write_off = 0;
     r.ack_pending = false;
     r.res_next = 0;
-    r.outq_head = r.outq_tail = 0;
-    for (uint32_t i = 0; i < r.nres; ++i)
+    r.reply_fifo_head = r.reply_fifo_tail = 0;
+    for (uint32_t i = 0; i < r.res_slots; ++i)
         r.res[i] = rd_resource{};
 }
 
 bool resp_has_work(const qp *q) {
-    return q->resp.ack_pending || q->resp.outq_head != q->resp.outq_tail;
+    return q->resp.ack_pending || q->resp.reply_fifo_head != q->resp.reply_fifo_tail;
 }
 
 static void set_ack(qp *q, uint8_t syndrome, uint32_t psn) {
@@ -117,14 +117,15 @@ static bool get_recv_wqe(qp *q) {
     return true;
 }
 
-enum class put_status { ok, length, prot };
+enum class recv_copy_status { ok, length, prot };
 
 /* Write len bytes into the receive WQE at byte offset off, from flat or from
  * the packet's payload (starting at payload offset poff). */
-static put_status recv_put(qp *q, uint64_t off, const uint8_t *flat, const roce_packet *p,
-                           rte_mbuf *m, uint32_t poff, uint32_t len) {
+static recv_copy_status copy_to_recv_wqe(qp *q, uint64_t off, const uint8_t *flat,
+                                         const roce_packet *p, rte_mbuf *m, uint32_t poff,
+                                         uint32_t len) {
     auto &r = q->resp;
-    if (off + len > r.wqe_len) return put_status::length;
+    if (off + len > r.wqe_len) return recv_copy_status::length;
     uint32_t i = 0;
     while (i < r.wqe_num_sge && off >= r.wqe_sg[i].length)
         off -= r.wqe_sg[i++].length;
@@ -136,7 +137,7 @@ static put_status recv_put(qp *q, uint64_t off, const uint8_t *flat, const roce_
         mr *mm;
         if (mr_check(q->dev->mrs(), s.lkey, recv_pd(q), access_local_write, s.addr + off, c, &mm) !=
             mr_status::ok)
-            return put_status::prot;
+            return recv_copy_status::prot;
         uint8_t *dst = reinterpret_cast<uint8_t *>(s.addr + off);
         if (flat)
             std::memcpy(dst, flat + done, c);
@@ -146,55 +147,55 @@ static put_status recv_put(qp *q, uint64_t off, const uint8_t *flat, const roce_
         off = 0;
         ++i;
     }
-    return put_status::ok;
+    return recv_copy_status::ok;
 }
 
 static rd_resource *alloc_res(qp *q) {
     auto &r = q->resp;
     uint32_t n = q->attr.max_dest_rd_atomic ? q->attr.max_dest_rd_atomic : 1;
-    if (n > r.nres) n = r.nres;
+    if (n > r.res_slots) n = r.res_slots;
     rd_resource *res = &r.res[r.res_next % n];
     if (res->queued) {
         /* The requester keeps at most max_dest_rd_atomic READs/atomics
          * outstanding, so a new one means the oldest resource is done with
          * on its side: whatever it still has queued (a replay for a
          * duplicate) is stale. Drop it from the queue and reuse it. */
-        uint32_t keep = r.outq_tail;
+        uint32_t keep = r.reply_fifo_tail;
         uint16_t idx = uint16_t(res - r.res.get());
-        for (uint32_t i = r.outq_tail; i != r.outq_head; ++i)
-            if (r.outq[i & r.outq_mask] != idx)
-                r.outq[(keep++) & r.outq_mask] = r.outq[i & r.outq_mask];
-        r.outq_head = keep;
+        for (uint32_t i = r.reply_fifo_tail; i != r.reply_fifo_head; ++i)
+            if (r.reply_fifo[i & r.reply_fifo_mask] != idx)
+                r.reply_fifo[(keep++) & r.reply_fifo_mask] = r.reply_fifo[i & r.reply_fifo_mask];
+        r.reply_fifo_head = keep;
         res->queued = false;
     }
     r.res_next = (r.res_next + 1) % n;
     return res;
 }
 
-static void outq_push(qp *q, rd_resource *res) {
+static void reply_fifo_push(qp *q, rd_resource *res) {
     auto &r = q->resp;
     if (res->queued) return;
     res->queued = true;
-    r.outq[r.outq_head & r.outq_mask] = uint16_t(res - r.res.get());
-    ++r.outq_head;
+    r.reply_fifo[r.reply_fifo_head & r.reply_fifo_mask] = uint16_t(res - r.res.get());
+    ++r.reply_fifo_head;
     q->dev->schedule(q);
 }
 
 /* Drop queued output for requests after psn: the requester is going back
  * to psn and will ask for them again (go-back-N). */
-static void outq_truncate_after(qp *q, uint32_t psn) {
+static void reply_fifo_drop_after(qp *q, uint32_t psn) {
     auto &r = q->resp;
-    uint32_t keep = r.outq_tail;
-    for (uint32_t i = r.outq_tail; i != r.outq_head; ++i) {
-        rd_resource &res = r.res[r.outq[i & r.outq_mask]];
+    uint32_t keep = r.reply_fifo_tail;
+    for (uint32_t i = r.reply_fifo_tail; i != r.reply_fifo_head; ++i) {
+        rd_resource &res = r.res[r.reply_fifo[i & r.reply_fifo_mask]];
         if (psn_diff(res.first_psn, psn) > 0) {
             res.queued = false;
         } else {
-            r.outq[keep & r.outq_mask] = r.outq[i & r.outq_mask];
+            r.reply_fifo[keep & r.reply_fifo_mask] = r.reply_fifo[i & r.reply_fifo_mask];
             ++keep;
         }
     }
-    r.outq_head = keep;
+    r.reply_fifo_head = keep;
 }
 
 static void duplicate(qp *q, const roce_packet &p) {
@@ -212,7 +213,7 @@ static void duplicate(qp *q, const roce_packet &p) {
         /* Re-read from the saved resource: the new range must lie inside the
          * original one (checked without overflow: rxe read out of bounds here). */
         const reth *h = p.reth();
-        for (uint32_t i = 0; i < r.nres; ++i) {
+        for (uint32_t i = 0; i < r.res_slots; ++i) {
             rd_resource &res = r.res[i];
             if (res.type != rd_resource::read) continue;
             if (psn_diff(psn, res.first_psn) < 0 || psn_diff(psn, res.last_psn) > 0) continue;
@@ -222,24 +223,24 @@ static void duplicate(qp *q, const roce_packet &p) {
             if (off != uint64_t(psn_diff(psn, res.first_psn)) * q->mtu) return;
             if (off + len != res.length) return;
             ++q->cnt.dup_reads;
-            outq_truncate_after(q, psn);
+            reply_fifo_drop_after(q, psn);
             res.cur_psn = psn;
             res.cur_off = off;
             res.end_off = res.length;
-            outq_push(q, &res);
+            reply_fifo_push(q, &res);
             return;
         }
         return; /* no resource: silently dropped (C9-111) */
     }
     if (info.has(op_flag::atomic)) {
-        for (uint32_t i = 0; i < r.nres; ++i) {
+        for (uint32_t i = 0; i < r.res_slots; ++i) {
             rd_resource &res = r.res[i];
             if (res.type != rd_resource::atomic || res.first_psn != psn) continue;
             /* C9-114: replay the saved result; never execute twice. */
             ++q->cnt.dup_atomics;
-            outq_truncate_after(q, psn);
+            reply_fifo_drop_after(q, psn);
             res.cur_psn = psn;
-            outq_push(q, &res);
+            reply_fifo_push(q, &res);
             return;
         }
     }
@@ -264,12 +265,13 @@ static void ud_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
         std::memcpy(grh + 20, p.hdr + p.l3_offset, sizeof(ipv4_hdr));
     else
         std::memcpy(grh, p.hdr + p.l3_offset, sizeof(ipv6_hdr));
-    put_status st = recv_put(q, 0, grh, nullptr, nullptr, 0, 40);
-    if (st == put_status::ok) st = recv_put(q, 40, nullptr, &p, m, 0, p.payload_len);
+    recv_copy_status st = copy_to_recv_wqe(q, 0, grh, nullptr, nullptr, 0, 40);
+    if (st == recv_copy_status::ok) st = copy_to_recv_wqe(q, 40, nullptr, &p, m, 0, p.payload_len);
     r.have_wqe = false;
-    if (st != put_status::ok) {
+    if (st != recv_copy_status::ok) {
         post_recv_cqe(q, r.wqe_id,
-                      st == put_status::length ? wc_status::loc_len_err : wc_status::loc_prot_err,
+                      st == recv_copy_status::length ? wc_status::loc_len_err
+                                                     : wc_status::loc_prot_err,
                       wc_opcode::recv, 0, 0, 0, dh->src_qp());
         return;
     }
@@ -381,16 +383,16 @@ void resp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
             }
             return;
         }
-        put_status st = recv_put(q, r.recv_off, nullptr, &p, m, 0, p.payload_len);
-        if (st != put_status::ok) {
+        recv_copy_status st = copy_to_recv_wqe(q, r.recv_off, nullptr, &p, m, 0, p.payload_len);
+        if (st != recv_copy_status::ok) {
             wc_status ws =
-                st == put_status::length ? wc_status::loc_len_err : wc_status::loc_prot_err;
+                st == recv_copy_status::length ? wc_status::loc_len_err : wc_status::loc_prot_err;
             post_recv_cqe(q, r.wqe_id, ws, wc_opcode::recv, 0, 0, 0, 0);
             r.have_wqe = false;
             if (rc) {
                 nak_fatal(q,
-                          st == put_status::length ? aeth_syndrome::nak_invalid_request
-                                                   : aeth_syndrome::nak_remote_op_error,
+                          st == recv_copy_status::length ? aeth_syndrome::nak_invalid_request
+                                                         : aeth_syndrome::nak_remote_op_error,
                           psn);
             } else {
                 r.uc_drop = true;
@@ -539,7 +541,7 @@ void resp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
         r.msn = psn_add(r.msn, 1);
         res->msn = r.msn;
         r.psn = psn_add(psn, npsn);
-        outq_push(q, res);
+        reply_fifo_push(q, res);
         ++q->cnt.rx_pkts;
         return;
     } else if (info.has(op_flag::atomic) && rc) {
@@ -583,7 +585,7 @@ void resp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
         r.msn = psn_add(r.msn, 1);
         res->msn = r.msn;
         r.psn = psn_add(psn, 1);
-        outq_push(q, res);
+        reply_fifo_push(q, res);
         ++q->cnt.rx_pkts;
         return;
     } else {
@@ -603,13 +605,13 @@ unsigned resp_process(qp *q, unsigned budget) {
     auto &r = q->resp;
     device *d = q->dev;
     if (q->state == qp_state::err || q->state == qp_state::reset) {
-        r.outq_head = r.outq_tail = 0;
+        r.reply_fifo_head = r.reply_fifo_tail = 0;
         r.ack_pending = false;
         return 0;
     }
     unsigned sent = 0;
-    while (sent < budget && r.outq_tail != r.outq_head) {
-        rd_resource &res = r.res[r.outq[r.outq_tail & r.outq_mask]];
+    while (sent < budget && r.reply_fifo_tail != r.reply_fifo_head) {
+        rd_resource &res = r.res[r.reply_fifo[r.reply_fifo_tail & r.reply_fifo_mask]];
         bth_fields b;
         ext_fields x;
         b.dest_qp = q->attr.dest_qp_num;
@@ -659,12 +661,12 @@ unsigned resp_process(qp *q, unsigned budget) {
         ++sent;
         if (done) {
             res.queued = false;
-            ++r.outq_tail;
+            ++r.reply_fifo_tail;
         } else {
             res.cur_psn = psn_add(res.cur_psn, 1);
         }
     }
-    if (r.outq_tail == r.outq_head && r.ack_pending && sent < budget) {
+    if (r.reply_fifo_tail == r.reply_fifo_head && r.ack_pending && sent < budget) {
         if (send_ack_pkt(q, r.ack_syndrome, r.ack_psn, r.msn)) {
             r.ack_pending = false;
             ++sent;
