@@ -11,11 +11,17 @@
 #include "uroce_device.h"
 #include "uroce_psn.h"
 #include "uroce_qp.h"
+#include "uroce_wr_opcode.h"
 
 namespace uroce {
 
-static inline bool is_atomic_op(wr_opcode op) {
-    return op == wr_opcode::atomic_cmp_and_swp || op == wr_opcode::atomic_fetch_and_add;
+/* A READ or atomic WQE completes only on its own response: an ACK beyond
+ * it does not acknowledge it implicitly (IBTA 9.7.5.1.1). */
+static inline bool needs_own_response(const send_wqe &w) {
+    return wr_opcode_lookup(w.opcode).has_any(wr_flag::read_or_atomic);
+}
+static inline bool is_atomic(const send_wqe &w) {
+    return wr_opcode_lookup(w.opcode).has(wr_flag::atomic);
 }
 
 static void cq_write(qp *q, cq *c, const wc &e) {
@@ -223,7 +229,7 @@ void comp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
         int32_t d = psn_diff(psn, w.last_psn);
         /* a positive ACK also covers its own PSN */
         if (d < 0 || (d == 0 && !(is_ack && !is_nak))) break;
-        if (w.opcode == wr_opcode::rdma_read || is_atomic_op(w.opcode)) {
+        if (needs_own_response(w)) {
             if (advanced) record_forward_progress(q);
             retry(q, false);
             return;
@@ -241,7 +247,7 @@ void comp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
     send_wqe &w = sq_at(q, q->sq_comp);
 
     if (is_ack && !is_nak) {
-        if (w.opcode == wr_opcode::rdma_read || is_atomic_op(w.opcode)) {
+        if (needs_own_response(w)) {
             /* An ACK inside a READ/atomic: its responses were lost. */
             if (advanced) record_forward_progress(q);
             if (psn_diff(psn, q->comp.psn) >= 0) retry(q, false);
@@ -258,8 +264,7 @@ void comp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
 
     if (is_nak) {
         /* A NAK for PSN n acknowledges everything before n (IBTA 9.7.5.2). */
-        if (psn_diff(psn, q->comp.psn) > 0 && !(w.opcode == wr_opcode::rdma_read) &&
-            !is_atomic_op(w.opcode)) {
+        if (psn_diff(psn, q->comp.psn) > 0 && !needs_own_response(w)) {
             q->comp.psn = psn;
             advanced = true;
         }
@@ -307,7 +312,7 @@ void comp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
     }
 
     if (info.has(op_flag::read)) {
-        if (w.opcode != wr_opcode::rdma_read) {
+        if (!wr_opcode_lookup(w.opcode).has(wr_flag::read)) {
             ++q->cnt.bad_responses;
             return;
         }
@@ -343,7 +348,7 @@ void comp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
     }
 
     if (p.opcode == to_u8(ib_opcode::rc_atomic_acknowledge)) {
-        if (!is_atomic_op(w.opcode) || psn != w.first_psn) {
+        if (!is_atomic(w) || psn != w.first_psn) {
             ++q->cnt.bad_responses;
             if (advanced) record_forward_progress(q);
             return;
