@@ -532,7 +532,7 @@ static inline void execute_write(qp *q, const roce_packet &p, rte_mbuf *m) {
     r.in_msg = p.info->has(op_flag::last) ? r.none : r.write;
 }
 
-/* WRITE_WITH_IMM completes a receive WQE with the DMA length (IBTA 9.4.3). */
+/* WRITE_WITH_IMM completes a receive WQE, with the DMA length as byte_len. */
 static inline void complete_write(qp *q, const roce_packet &p) {
     auto &r = q->resp;
     if (const immdt *i = p.immdt()) {

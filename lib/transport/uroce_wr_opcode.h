@@ -8,7 +8,7 @@
  * result is written into local memory). post_send's validation, the
  * requester and the completer all read this one table instead of comparing
  * opcodes. Transport rules: IBTA 9.8.3 (UC: SEND and RDMA WRITE only),
- * 9.8.4 (UD: SEND only), 9.4 (RC: all of them).
+ * 9.8.4 (UD: SEND only); RC takes every operation implemented here.
  *
  * Internal to lib/transport (the verbs API keeps wr_opcode and
  * wc_opcode_for() in uroce_verbs.h).
