@@ -11,11 +11,17 @@
 #include "uroce_device.h"
 #include "uroce_psn.h"
 #include "uroce_qp.h"
+#include "uroce_wr_opcode.h"
 
 namespace uroce {
 
-static inline bool is_atomic_op(wr_opcode op) {
-    return op == wr_opcode::atomic_cmp_and_swp || op == wr_opcode::atomic_fetch_and_add;
+/* A READ or atomic WQE completes only on its own response: an ACK beyond
+ * it does not acknowledge it implicitly (IBTA 9.7.5.1.1). */
+static inline bool needs_own_response(const send_wqe &w) {
+    return wr_opcode_lookup(w.opcode).has_any(wr_flag::read_or_atomic);
+}
+static inline bool is_atomic(const send_wqe &w) {
+    return wr_opcode_lookup(w.opcode).has(wr_flag::atomic);
 }
 
 static void cq_write(qp *q, cq *c, const wc &e) {
@@ -100,17 +106,19 @@ void comp_arm_retrans(qp *q) {
     q->dev->timers().arm(q->retrans_timer, q->dev->now_ns(), t);
 }
 
-/* Forward progress: reset the retry counters and restart the timer. */
 /* Keep the requester at or after the completer: after a go-back-N restart,
  * late responses can acknowledge WQEs the requester is about to resend. */
-static void sync_req(qp *q) {
+static void requester_catch_up(qp *q) {
     if (int32_t(q->sq_comp - q->req.wqe) > 0 ||
         (q->sq_comp == q->req.wqe && psn_diff(q->comp.psn, q->req.psn) > 0))
         req_reposition(q);
 }
 
-static void progress(qp *q) {
-    sync_req(q);
+/* The completer's PSN moved (forward progress): the requester must not lag
+ * behind it, both retry counters start over, and the retransmit timer
+ * restarts while anything is still outstanding (IBTA 9.7.6.1.3). */
+static void record_forward_progress(qp *q) {
+    requester_catch_up(q);
     q->comp.retry_left = q->attr.retry_cnt;
     q->comp.rnr_left = q->attr.rnr_retry;
     q->comp.retry_guard = false;
@@ -188,180 +196,232 @@ static bool scatter(qp *q, send_wqe &w, uint64_t off, const roce_packet &p, rte_
     return true;
 }
 
-void comp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
-    if (q->type != qp_type::rc || (q->state != qp_state::rts && q->state != qp_state::sqd)) {
-        ++q->cnt.state_drops;
-        return;
-    }
-    uint32_t psn = p.psn();
-    const opcode_info &info = *p.info;
+/* ---- The response path, one function per stage (rxe_comp.c's states).
+ * `advanced` says the completer's PSN has moved during this packet; each
+ * handler that ends the packet records that forward progress once. */
+
+/* Responses are taken while the send side runs: RTS and SQD (RC only; UC
+ * and UD get none). */
+static inline bool check_qp_state(const qp *q) {
+    return q->type == qp_type::rc && (q->state == qp_state::rts || q->state == qp_state::sqd);
+}
+
+/* rxe check_psn: a response below the completer's PSN was acknowledged
+ * already (a duplicate or a late packet); one at or past the highest PSN
+ * ever sent answers nothing we sent. */
+static inline bool check_psn(qp *q, uint32_t psn) {
     if (psn_diff(psn, q->comp.psn) < 0) {
-        ++q->cnt.dup_responses; /* already acknowledged: a duplicate or a late packet */
-        return;
+        ++q->cnt.dup_responses;
+        return false;
     }
     if (psn_diff(psn, q->req.max_psn_sent) >= 0) {
-        ++q->cnt.bad_responses; /* for a PSN never sent */
-        return;
+        ++q->cnt.bad_responses;
+        return false;
     }
-    uint8_t syn = 0;
-    if (const aeth *a = p.aeth()) syn = a->syndrome;
-    uint8_t syn_type = aeth_syndrome::type(syn);
-    bool is_ack = p.opcode == to_u8(ib_opcode::rc_acknowledge);
-    bool is_nak = is_ack && syn_type != aeth_syndrome::type_ack;
-    if (is_ack && !is_nak) ++q->cnt.rx_acks;
+    return true;
+}
 
-    /* Every WQE that ends before this PSN is implicitly acknowledged
-     * (IBTA 9.7.5.1.1: responses are in order; an ACK or NAK for PSN n
-     * acknowledges everything before n). A READ or atomic cannot be: its
-     * responses were lost, so go back to it. */
-    bool advanced = false;
+/* Every WQE that ends before this PSN is implicitly acknowledged
+ * (IBTA 9.7.5.1.1: responses are in order; an ACK or NAK for PSN n
+ * acknowledges everything before n, and a positive ACK n itself too). A
+ * READ or atomic cannot be: its responses were lost, so go back to it
+ * (returns false: a retry has started and the packet is done with). */
+static bool complete_implied(qp *q, uint32_t psn, bool positive_ack, bool &advanced) {
     while (q->sq_comp != q->sq_head) {
         send_wqe &w = sq_at(q, q->sq_comp);
         if (w.state != wqe_state::issued) break;
         int32_t d = psn_diff(psn, w.last_psn);
-        /* a positive ACK also covers its own PSN */
-        if (d < 0 || (d == 0 && !(is_ack && !is_nak))) break;
-        if (w.opcode == wr_opcode::rdma_read || is_atomic_op(w.opcode)) {
-            if (advanced) progress(q);
+        if (d < 0 || (d == 0 && !positive_ack)) break;
+        if (needs_own_response(w)) {
+            if (advanced) record_forward_progress(q);
             retry(q, false);
-            return;
+            return false;
         }
         q->comp.psn = psn_add(w.last_psn, 1);
         comp_complete_wqe(q, w);
         advanced = true;
         if (d == 0) break;
     }
+    return true;
+}
+
+/* The packet is done and moved the completer: record it, and complete a
+ * WQE the requester refused if it has reached the head (rxe complete_ack). */
+static inline void complete_ack(qp *q) {
+    record_forward_progress(q);
+    check_error_head(q);
+}
+
+/* A positive ACK for the head WQE's PSNs (rxe check_ack). */
+static void do_ack(qp *q, send_wqe &w, uint32_t psn, bool advanced) {
+    if (needs_own_response(w)) {
+        /* An ACK inside a READ/atomic: its responses were lost. */
+        if (advanced) record_forward_progress(q);
+        if (psn_diff(psn, q->comp.psn) >= 0) retry(q, false);
+        return;
+    }
+    /* partial ACK of a multi-packet message (AckReq every N packets) */
+    if (psn_diff(psn, q->comp.psn) >= 0) {
+        q->comp.psn = psn_add(psn, 1);
+        advanced = true;
+    }
+    if (advanced) record_forward_progress(q);
+}
+
+/* RNR NAK: wait the NAK's timer, then resend from its PSN; rnr_retry 7
+ * means retry forever (IBTA 9.7.5.2.8). */
+static void do_rnr_nak(qp *q, uint32_t psn, uint8_t syndrome) {
+    ++q->cnt.rnr_naks_rcvd;
+    if (q->attr.rnr_retry != 7) {
+        if (q->comp.rnr_left == 0) {
+            ++q->cnt.rnr_exceeded;
+            complete_error(q, wc_status::rnr_retry_exc_err);
+            return;
+        }
+        --q->comp.rnr_left;
+    }
+    q->comp.psn = psn;
+    q->req.rnr_wait = true;
+    q->dev->timers().cancel(q->retrans_timer);
+    q->dev->timers().arm(q->rnr_timer, q->dev->now_ns(),
+                         rnr_timer_ns(aeth_syndrome::value(syndrome)));
+}
+
+/* The completion status of a fatal NAK code (IBTA 9.7.5.2.4). */
+static constexpr wc_status fatal_nak_status(uint8_t nak_code) {
+    switch (nak_code) {
+    case aeth_syndrome::nak_invalid_request:
+        return wc_status::rem_inv_req_err;
+    case aeth_syndrome::nak_remote_access_error:
+        return wc_status::rem_access_err;
+    case aeth_syndrome::nak_remote_op_error:
+        return wc_status::rem_op_err;
+    default:
+        return wc_status::bad_resp_err;
+    }
+}
+
+/* A NAK for PSN n acknowledges everything before n (IBTA 9.7.5.2). A PSN
+ * sequence error starts a go-back-N retry; the others are fatal: the head
+ * WQE completes in error and the QP goes to ERR. */
+static void do_nak(qp *q, send_wqe &w, uint32_t psn, uint8_t syndrome, bool advanced) {
+    if (psn_diff(psn, q->comp.psn) > 0 && !needs_own_response(w)) {
+        q->comp.psn = psn;
+        advanced = true;
+    }
+    if (advanced) record_forward_progress(q);
+    if (aeth_syndrome::type(syndrome) == aeth_syndrome::type_rnr_nak) {
+        do_rnr_nak(q, psn, syndrome);
+        return;
+    }
+    const uint8_t code = aeth_syndrome::value(syndrome);
+    if (code == aeth_syndrome::nak_psn_seq_error) {
+        ++q->cnt.seq_naks_rcvd;
+        retry(q, false);
+        return;
+    }
+    ++q->cnt.fatal_naks_rcvd;
+    complete_error(q, fatal_nak_status(code));
+}
+
+/* The READ response at PSN psn has the opcode its place in the response
+ * stream calls for (FIRST/MIDDLE/LAST/ONLY) and exactly the length there. */
+static inline bool read_response_fits(const qp *q, const send_wqe &w, const roce_packet &p,
+                                      uint64_t off) {
+    const opcode_info &info = *p.info;
+    const uint32_t psn = p.psn();
+    const bool first = psn == w.first_psn;
+    const bool last = psn == w.last_psn;
+    const uint64_t expect = last ? w.length - off : q->mtu;
+    bool op_ok = first ? (last ? info.has(op_flag::only)
+                               : info.has(op_flag::first) && !info.has(op_flag::last))
+                       : (last ? info.has(op_flag::last) && !info.has(op_flag::first)
+                               : info.has(op_flag::middle));
+    return op_ok && p.payload_len == expect;
+}
+
+/* A READ response: scattered into the WQE's SGEs at (PSN - first) x MTU
+ * (rxe do_read). */
+static void do_read(qp *q, send_wqe &w, const roce_packet &p, rte_mbuf *m, bool advanced) {
+    const uint32_t psn = p.psn();
+    if (!wr_opcode_lookup(w.opcode).has(wr_flag::read)) {
+        ++q->cnt.bad_responses;
+        return;
+    }
+    if (psn != q->comp.psn) {
+        /* a response is missing: go back to the first one we lack */
+        if (advanced) record_forward_progress(q);
+        retry(q, false);
+        return;
+    }
+    const uint64_t off = uint64_t(psn_diff(psn, w.first_psn)) * q->mtu;
+    if (!read_response_fits(q, w, p, off)) {
+        ++q->cnt.opcode_seq_errors;
+        if (advanced) record_forward_progress(q);
+        return;
+    }
+    if (p.payload_len && !scatter(q, w, off, p, m, p.payload_len)) {
+        complete_error(q, wc_status::loc_prot_err);
+        return;
+    }
+    q->cnt.rx_bytes += p.payload_len;
+    q->comp.psn = psn_add(psn, 1);
+    if (psn == w.last_psn) comp_complete_wqe(q, w);
+    complete_ack(q);
+}
+
+/* An atomic ACK: the original value goes to the WQE's 8-byte SGE, in host
+ * order as ibverbs has it (rxe do_atomic). */
+static void do_atomic(qp *q, send_wqe &w, const roce_packet &p, bool advanced) {
+    const uint32_t psn = p.psn();
+    if (!is_atomic(w) || psn != w.first_psn) {
+        ++q->cnt.bad_responses;
+        if (advanced) record_forward_progress(q);
+        return;
+    }
+    uint64_t orig = p.atomic_ack_eth()->orig();
+    mr *mm;
+    if (mr_check(q->dev->mrs(), w.sg[0].lkey, q->pd, access_local_write, w.sg[0].addr, 8, &mm) !=
+        mr_status::ok) {
+        complete_error(q, wc_status::loc_prot_err);
+        return;
+    }
+    std::memcpy(reinterpret_cast<void *>(w.sg[0].addr), &orig, 8);
+    q->comp.psn = psn_add(psn, 1);
+    comp_complete_wqe(q, w);
+    complete_ack(q);
+}
+
+void comp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
+    if (!check_qp_state(q)) {
+        ++q->cnt.state_drops;
+        return;
+    }
+    const uint32_t psn = p.psn();
+    if (!check_psn(q, psn)) return;
+    const uint8_t syndrome = p.aeth() ? p.aeth()->syndrome : 0;
+    const bool is_ack = p.opcode == to_u8(ib_opcode::rc_acknowledge);
+    const bool positive_ack = is_ack && aeth_syndrome::type(syndrome) == aeth_syndrome::type_ack;
+    if (positive_ack) ++q->cnt.rx_acks;
+
+    bool advanced = false;
+    if (!complete_implied(q, psn, positive_ack, advanced)) return;
     if (q->sq_comp == q->sq_head || sq_at(q, q->sq_comp).state != wqe_state::issued) {
-        if (advanced) progress(q);
+        if (advanced) record_forward_progress(q);
         check_error_head(q);
         return;
     }
     send_wqe &w = sq_at(q, q->sq_comp);
-
-    if (is_ack && !is_nak) {
-        if (w.opcode == wr_opcode::rdma_read || is_atomic_op(w.opcode)) {
-            /* An ACK inside a READ/atomic: its responses were lost. */
-            if (advanced) progress(q);
-            if (psn_diff(psn, q->comp.psn) >= 0) retry(q, false);
-            return;
-        }
-        /* partial ACK of a multi-packet message (AckReq every N packets) */
-        if (psn_diff(psn, q->comp.psn) >= 0) {
-            q->comp.psn = psn_add(psn, 1);
-            advanced = true;
-        }
-        if (advanced) progress(q);
-        return;
-    }
-
-    if (is_nak) {
-        /* A NAK for PSN n acknowledges everything before n (IBTA 9.7.5.2). */
-        if (psn_diff(psn, q->comp.psn) > 0 && !(w.opcode == wr_opcode::rdma_read) &&
-            !is_atomic_op(w.opcode)) {
-            q->comp.psn = psn;
-            advanced = true;
-        }
-        if (advanced) progress(q);
-        if (syn_type == aeth_syndrome::type_rnr_nak) {
-            ++q->cnt.rnr_naks_rcvd;
-            /* rnr_retry 7 means retry forever (IBTA 9.7.5.2.8). */
-            if (q->attr.rnr_retry != 7) {
-                if (q->comp.rnr_left == 0) {
-                    ++q->cnt.rnr_exceeded;
-                    complete_error(q, wc_status::rnr_retry_exc_err);
-                    return;
-                }
-                --q->comp.rnr_left;
-            }
-            q->comp.psn = psn;
-            q->req.rnr_wait = true;
-            q->dev->timers().cancel(q->retrans_timer);
-            q->dev->timers().arm(q->rnr_timer, q->dev->now_ns(),
-                                 rnr_timer_ns(aeth_syndrome::value(syn)));
-            return;
-        }
-        switch (aeth_syndrome::value(syn)) {
-        case aeth_syndrome::nak_psn_seq_error:
-            ++q->cnt.seq_naks_rcvd;
-            retry(q, false);
-            return;
-        case aeth_syndrome::nak_invalid_request:
-            ++q->cnt.fatal_naks_rcvd;
-            complete_error(q, wc_status::rem_inv_req_err);
-            return;
-        case aeth_syndrome::nak_remote_access_error:
-            ++q->cnt.fatal_naks_rcvd;
-            complete_error(q, wc_status::rem_access_err);
-            return;
-        case aeth_syndrome::nak_remote_op_error:
-            ++q->cnt.fatal_naks_rcvd;
-            complete_error(q, wc_status::rem_op_err);
-            return;
-        default:
-            ++q->cnt.fatal_naks_rcvd;
-            complete_error(q, wc_status::bad_resp_err);
-            return;
-        }
-    }
-
-    if (info.has(op_flag::read)) {
-        if (w.opcode != wr_opcode::rdma_read) {
-            ++q->cnt.bad_responses;
-            return;
-        }
-        if (psn != q->comp.psn) {
-            /* a response is missing: go back to the first one we lack */
-            if (advanced) progress(q);
-            retry(q, false);
-            return;
-        }
-        uint64_t off = uint64_t(psn_diff(psn, w.first_psn)) * q->mtu;
-        bool first = psn == w.first_psn;
-        bool last = psn == w.last_psn;
-        uint64_t expect = last ? w.length - off : q->mtu;
-        bool op_ok = first ? (last ? info.has(op_flag::only)
-                                   : info.has(op_flag::first) && !info.has(op_flag::last))
-                           : (last ? info.has(op_flag::last) && !info.has(op_flag::first)
-                                   : info.has(op_flag::middle));
-        if (!op_ok || p.payload_len != expect) {
-            ++q->cnt.opcode_seq_errors;
-            if (advanced) progress(q);
-            return;
-        }
-        if (expect && !scatter(q, w, off, p, m, p.payload_len)) {
-            complete_error(q, wc_status::loc_prot_err);
-            return;
-        }
-        q->cnt.rx_bytes += p.payload_len;
-        q->comp.psn = psn_add(psn, 1);
-        if (last) comp_complete_wqe(q, w);
-        progress(q);
-        check_error_head(q);
-        return;
-    }
-
-    if (p.opcode == to_u8(ib_opcode::rc_atomic_acknowledge)) {
-        if (!is_atomic_op(w.opcode) || psn != w.first_psn) {
-            ++q->cnt.bad_responses;
-            if (advanced) progress(q);
-            return;
-        }
-        uint64_t orig = p.atomic_ack_eth()->orig();
-        mr *mm;
-        if (mr_check(q->dev->mrs(), w.sg[0].lkey, q->pd, access_local_write, w.sg[0].addr, 8,
-                     &mm) != mr_status::ok) {
-            complete_error(q, wc_status::loc_prot_err);
-            return;
-        }
-        /* host order into the local buffer, as ibverbs */
-        std::memcpy(reinterpret_cast<void *>(w.sg[0].addr), &orig, 8);
-        q->comp.psn = psn_add(psn, 1);
-        comp_complete_wqe(q, w);
-        progress(q);
-        check_error_head(q);
-        return;
-    }
-    ++q->cnt.bad_responses;
+    if (positive_ack)
+        do_ack(q, w, psn, advanced);
+    else if (is_ack)
+        do_nak(q, w, psn, syndrome, advanced);
+    else if (p.info->has(op_flag::read))
+        do_read(q, w, p, m, advanced);
+    else if (p.opcode == to_u8(ib_opcode::rc_atomic_acknowledge))
+        do_atomic(q, w, p, advanced);
+    else
+        ++q->cnt.bad_responses;
 }
 
 } // namespace uroce

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * The device: object tables (control path) and the progress loop.
+ * The device's control path: construction and teardown, object create and
+ * destroy (PD, MR, CQ, SRQ, AH, QP) and path resolution. The per-poll work
+ * (TX batching, the QP scheduler, poll()) is in uroce_device_poll.cpp and
+ * the receive path in uroce_recv.cpp.
  */
 #include "uroce_device.h"
 
@@ -38,50 +41,12 @@ bool device::has_gid(const gid &g) const {
     return false;
 }
 
-void device::tx_flush() {
-    if (!tx_n_) return;
-    unsigned sent = 0;
-    /* one retry for a driver that takes part of the burst */
-    for (int tries = 0; tries < 2 && sent < tx_n_; ++tries)
-        sent += cfg_.dev->tx_burst(tx_buf_ + sent, uint16_t(tx_n_ - sent));
-    if (sent < tx_n_) {
-        cnt_.tx_drops += tx_n_ - sent;
-        rte_pktmbuf_free_bulk(tx_buf_ + sent, tx_n_ - sent);
-    }
-    tx_n_ = 0;
-}
-
-unsigned device::run_scheduled() {
-    unsigned total = 0;
-    qp *list = sched_head_;
-    sched_head_ = nullptr;
-    while (list) {
-        qp *q = list;
-        list = q->sched_next;
-        q->scheduled = false;
-        q->sched_next = nullptr;
-        total += resp_process(q, resp_burst);
-        total += req_process(q, req_burst);
-        if (resp_has_work(q) || req_has_work(q)) schedule(q);
-    }
-    return total;
-}
-
-unsigned device::poll() {
-    timers_.advance(clock_->now_ns());
-    unsigned n = run_scheduled();
-    tx_flush();
-    return n;
-}
-
 qp_counters device::qp_totals() const {
     qp_counters t = dead_qp_cnt_;
     for (const auto &q : qps_owned_)
         if (q) qp_counters_add(t, q->cnt);
     return t;
 }
-
-/* ------------------------------------------------------------ control path */
 
 pd *device::alloc_pd() {
     auto p = std::make_unique<pd>();

@@ -42,7 +42,7 @@ class device {
     device(const device &) = delete;
     device &operator=(const device &) = delete;
 
-    /* ---- data path entry points */
+    /* ---- data path entry points (uroce_recv.cpp, uroce_device_poll.cpp) */
     void rx_burst(rte_mbuf **pkts, uint16_t n);
     /* Returns the number of packets sent (0 when idle). */
     unsigned poll();
@@ -62,7 +62,7 @@ class device {
     mr_table &mrs() { return mrs_; }
     dev_counters &cnt() { return cnt_; }
 
-    /* ---- used by the transport */
+    /* ---- used by the transport (tx_flush and the scheduler: uroce_device_poll.cpp) */
     void tx(rte_mbuf *m) {
         tx_buf_[tx_n_++] = m;
         ++cnt_.tx_pkts;
@@ -87,7 +87,7 @@ class device {
             if (q) fn(q);
     }
 
-    /* ---- object management (control path, uroce_verbs.cpp) */
+    /* ---- object management (control path, uroce_device.cpp) */
     pd *alloc_pd();
     verbs_error dealloc_pd(pd *p);
     mr *reg_mr(pd *p, void *addr, size_t len, unsigned access, verbs_error *err);

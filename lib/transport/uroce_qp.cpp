@@ -4,6 +4,7 @@
  */
 #include "uroce_qp.h"
 
+#include <array>
 #include <bit>
 #include <cstring>
 
@@ -29,115 +30,112 @@ uint64_t rnr_timer_ns(uint8_t code) {
     return uint64_t(usec_x100[code & 31]) * 10000ull;
 }
 
-/* Which attributes a transition requires and allows, per QP type. */
-struct transition_rule {
-    bool valid;
-    unsigned req[3]; /* RC, UC, UD */
-    unsigned opt[3];
+/* ---- QP state transitions: constexpr data, as the kernel's qp_state_table
+ * (drivers/infiniband/core/verbs.c, read by ib_modify_qp_is_ok()), from
+ * IBTA 10.3.1 table 91 "QP state transition properties".
+ *
+ * qp_state_table[cur][next][type] says whether a QP of that type may go
+ * from cur to next, which attributes it must then set, and which others it
+ * may set; any attribute outside req | opt makes the modify invalid. */
+
+namespace {
+
+/* Which attributes one transition requires and allows, for one QP type. */
+struct qp_transition {
+    bool allowed = false;
+    unsigned req = 0;
+    unsigned opt = 0;
 };
 
-static int type_index(qp_type t) {
-    return t == qp_type::rc ? 0 : t == qp_type::uc ? 1 : 2;
+constexpr size_t num_qp_states = size_t(qp_state::err) + 1;
+constexpr size_t num_qp_types = 3; /* RC, UC, UD */
+
+constexpr size_t type_index(qp_type t) {
+    return size_t(t) - size_t(qp_type::rc);
+}
+static_assert(type_index(qp_type::rc) == 0 && type_index(qp_type::uc) == 1 &&
+              type_index(qp_type::ud) == 2);
+
+using qp_state_rules =
+    std::array<std::array<std::array<qp_transition, num_qp_types>, num_qp_states>, num_qp_states>;
+
+constexpr qp_state_rules make_qp_state_table() {
+    using S = qp_state;
+    qp_state_rules t{};
+    /* set(cur, next, {RC}, {UC}, {UD}) */
+    auto set = [&t](S cur, S next, qp_transition rc, qp_transition uc, qp_transition ud) {
+        t[size_t(cur)][size_t(next)] = {rc, uc, ud};
+    };
+    constexpr qp_transition none{true, 0, 0}; /* allowed, no attributes */
+    constexpr qp_transition never{};          /* not allowed for this QP type */
+    constexpr unsigned pkey_port = qp_attr_pkey_index | qp_attr_port;
+    /* what RTS -> RTS and SQD -> RTS may change (the same for both) */
+    constexpr unsigned rts_opt_rc = qp_attr_cur_state | qp_attr_access_flags | qp_attr_alt_path |
+                                    qp_attr_path_mig_state | qp_attr_min_rnr_timer;
+    constexpr unsigned rts_opt_uc =
+        qp_attr_cur_state | qp_attr_access_flags | qp_attr_alt_path | qp_attr_path_mig_state;
+    constexpr unsigned rts_opt_ud = qp_attr_cur_state | qp_attr_qkey;
+
+    /* Any state may go to RESET or ERR, with no attributes. */
+    for (size_t cur = 0; cur < num_qp_states; ++cur) {
+        set(S(cur), S::reset, none, none, none);
+        set(S(cur), S::err, none, none, none);
+    }
+    set(S::reset, S::init, {true, pkey_port | qp_attr_access_flags, 0},
+        {true, pkey_port | qp_attr_access_flags, 0}, {true, pkey_port | qp_attr_qkey, 0});
+    set(S::init, S::init, {true, 0, pkey_port | qp_attr_access_flags},
+        {true, 0, pkey_port | qp_attr_access_flags}, {true, 0, pkey_port | qp_attr_qkey});
+    set(S::init, S::rtr,
+        {true,
+         qp_attr_av | qp_attr_path_mtu | qp_attr_dest_qpn | qp_attr_rq_psn |
+             qp_attr_max_dest_rd_atomic | qp_attr_min_rnr_timer,
+         qp_attr_alt_path | qp_attr_access_flags | qp_attr_pkey_index},
+        {true, qp_attr_av | qp_attr_path_mtu | qp_attr_dest_qpn | qp_attr_rq_psn,
+         qp_attr_alt_path | qp_attr_access_flags | qp_attr_pkey_index},
+        {true, 0, qp_attr_pkey_index | qp_attr_qkey});
+    set(S::rtr, S::rts,
+        {true,
+         qp_attr_sq_psn | qp_attr_timeout | qp_attr_retry_cnt | qp_attr_rnr_retry |
+             qp_attr_max_qp_rd_atomic,
+         rts_opt_rc},
+        {true, qp_attr_sq_psn, rts_opt_uc}, {true, qp_attr_sq_psn, rts_opt_ud});
+    set(S::rts, S::rts, {true, 0, rts_opt_rc}, {true, 0, rts_opt_uc}, {true, 0, rts_opt_ud});
+    set(S::rts, S::sqd, {true, 0, qp_attr_en_sqd_async_notify},
+        {true, 0, qp_attr_en_sqd_async_notify}, {true, 0, qp_attr_en_sqd_async_notify});
+    set(S::sqd, S::rts, {true, 0, rts_opt_rc}, {true, 0, rts_opt_uc}, {true, 0, rts_opt_ud});
+    set(S::sqd, S::sqd,
+        {true, 0,
+         qp_attr_pkey_index | qp_attr_av | qp_attr_timeout | qp_attr_retry_cnt | qp_attr_rnr_retry |
+             qp_attr_max_qp_rd_atomic | qp_attr_max_dest_rd_atomic | qp_attr_cur_state |
+             qp_attr_alt_path | qp_attr_access_flags | qp_attr_min_rnr_timer |
+             qp_attr_path_mig_state},
+        {true, 0,
+         qp_attr_pkey_index | qp_attr_av | qp_attr_cur_state | qp_attr_alt_path |
+             qp_attr_access_flags | qp_attr_path_mig_state},
+        {true, 0, qp_attr_pkey_index | qp_attr_qkey});
+    /* RC never enters SQE (IBTA 10.3.1.7); UC and UD leave it this way. */
+    set(S::sqe, S::rts, never, {true, 0, qp_attr_cur_state | qp_attr_access_flags},
+        {true, 0, qp_attr_cur_state | qp_attr_qkey});
+    return t;
 }
 
-static transition_rule rule_for(qp_state cur, qp_state next) {
-    using S = qp_state;
-    transition_rule r{};
-    const unsigned pkey_port = qp_attr_pkey_index | qp_attr_port;
-    /* Any state may go to RESET or ERR with no attributes. */
-    if (next == S::reset || next == S::err) {
-        r.valid = true;
-        return r;
-    }
-    switch (cur) {
-    case S::reset:
-        if (next == S::init) {
-            r.valid = true;
-            r.req[0] = r.req[1] = pkey_port | qp_attr_access_flags;
-            r.req[2] = pkey_port | qp_attr_qkey;
-        }
-        break;
-    case S::init:
-        if (next == S::init) {
-            r.valid = true;
-            r.opt[0] = r.opt[1] = pkey_port | qp_attr_access_flags;
-            r.opt[2] = pkey_port | qp_attr_qkey;
-        } else if (next == S::rtr) {
-            r.valid = true;
-            r.req[0] = qp_attr_av | qp_attr_path_mtu | qp_attr_dest_qpn | qp_attr_rq_psn |
-                       qp_attr_max_dest_rd_atomic | qp_attr_min_rnr_timer;
-            r.req[1] = qp_attr_av | qp_attr_path_mtu | qp_attr_dest_qpn | qp_attr_rq_psn;
-            r.opt[0] = r.opt[1] = qp_attr_alt_path | qp_attr_access_flags | qp_attr_pkey_index;
-            r.opt[2] = qp_attr_pkey_index | qp_attr_qkey;
-        }
-        break;
-    case S::rtr:
-        if (next == S::rts) {
-            r.valid = true;
-            r.req[0] = qp_attr_sq_psn | qp_attr_timeout | qp_attr_retry_cnt | qp_attr_rnr_retry |
-                       qp_attr_max_qp_rd_atomic;
-            r.req[1] = r.req[2] = qp_attr_sq_psn;
-            r.opt[0] = qp_attr_cur_state | qp_attr_alt_path | qp_attr_access_flags |
-                       qp_attr_min_rnr_timer | qp_attr_path_mig_state;
-            r.opt[1] = qp_attr_cur_state | qp_attr_alt_path | qp_attr_access_flags |
-                       qp_attr_path_mig_state;
-            r.opt[2] = qp_attr_cur_state | qp_attr_qkey;
-        }
-        break;
-    case S::rts:
-        if (next == S::rts) {
-            r.valid = true;
-            r.opt[0] = qp_attr_cur_state | qp_attr_access_flags | qp_attr_alt_path |
-                       qp_attr_path_mig_state | qp_attr_min_rnr_timer;
-            r.opt[1] = qp_attr_cur_state | qp_attr_access_flags | qp_attr_alt_path |
-                       qp_attr_path_mig_state;
-            r.opt[2] = qp_attr_cur_state | qp_attr_qkey;
-        } else if (next == S::sqd) {
-            r.valid = true;
-            r.opt[0] = r.opt[1] = r.opt[2] = qp_attr_en_sqd_async_notify;
-        }
-        break;
-    case S::sqd:
-        if (next == S::rts) {
-            r.valid = true;
-            r.opt[0] = qp_attr_cur_state | qp_attr_access_flags | qp_attr_alt_path |
-                       qp_attr_path_mig_state | qp_attr_min_rnr_timer;
-            r.opt[1] = qp_attr_cur_state | qp_attr_access_flags | qp_attr_alt_path |
-                       qp_attr_path_mig_state;
-            r.opt[2] = qp_attr_cur_state | qp_attr_qkey;
-        } else if (next == S::sqd) {
-            r.valid = true;
-            r.opt[0] = qp_attr_pkey_index | qp_attr_av | qp_attr_timeout | qp_attr_retry_cnt |
-                       qp_attr_rnr_retry | qp_attr_max_qp_rd_atomic | qp_attr_max_dest_rd_atomic |
-                       qp_attr_cur_state | qp_attr_alt_path | qp_attr_access_flags |
-                       qp_attr_min_rnr_timer | qp_attr_path_mig_state;
-            r.opt[1] = qp_attr_pkey_index | qp_attr_av | qp_attr_cur_state | qp_attr_alt_path |
-                       qp_attr_access_flags | qp_attr_path_mig_state;
-            r.opt[2] = qp_attr_pkey_index | qp_attr_qkey;
-        }
-        break;
-    case S::sqe:
-        if (next == S::rts) {
-            r.valid = true;
-            /* RC never enters SQE (IBTA 10.3.1.7); UC and UD leave it this way. */
-            r.opt[1] = qp_attr_cur_state | qp_attr_access_flags;
-            r.opt[2] = qp_attr_cur_state | qp_attr_qkey;
-        }
-        break;
-    default:
-        break;
-    }
-    return r;
-}
+constexpr qp_state_rules qp_state_table = make_qp_state_table();
+
+static_assert(qp_state_table[size_t(qp_state::rts)][size_t(qp_state::sqd)][0].allowed);
+static_assert(!qp_state_table[size_t(qp_state::sqe)][size_t(qp_state::rts)][0].allowed);
+static_assert(!qp_state_table[size_t(qp_state::init)][size_t(qp_state::rts)][2].allowed);
+
+} // namespace
 
 bool qp_modify_is_ok(qp_state cur, qp_state next, qp_type type, unsigned mask) {
-    transition_rule r = rule_for(cur, next);
-    if (!r.valid) return false;
-    if (cur == qp_state::sqe && type == qp_type::rc && next == qp_state::rts) return false;
-    int t = type_index(type);
-    unsigned attrs = mask & ~(unsigned(qp_attr_state));
-    if ((attrs & r.req[t]) != r.req[t]) return false;
-    if (attrs & ~(r.req[t] | r.opt[t])) return false;
+    if (size_t(cur) >= num_qp_states || size_t(next) >= num_qp_states ||
+        type_index(type) >= num_qp_types)
+        return false;
+    const qp_transition &r = qp_state_table[size_t(cur)][size_t(next)][type_index(type)];
+    if (!r.allowed) return false;
+    unsigned attrs = mask & ~unsigned(qp_attr_state);
+    if ((attrs & r.req) != r.req) return false;
+    if (attrs & ~(r.req | r.opt)) return false;
     return true;
 }
 
@@ -172,10 +170,10 @@ verbs_error qp_init(qp *q, const qp_init_attr &a) {
     if (!a.srq) q->rq.init(q->cap.max_recv_wr, q->cap.max_recv_sge);
     uint32_t rsge = a.srq ? a.srq->rq.max_sge() : q->cap.max_recv_sge;
     q->resp.wqe_sg = std::make_unique<sge[]>(rsge ? rsge : 1);
-    q->resp.nres = max_rd_atomic_limit;
-    q->resp.res = std::make_unique<rd_resource[]>(q->resp.nres);
-    q->resp.outq = std::make_unique<uint16_t[]>(q->resp.nres * 2);
-    q->resp.outq_mask = q->resp.nres * 2 - 1;
+    q->resp.res_slots = max_rd_atomic_limit;
+    q->resp.res = std::make_unique<rd_resource[]>(q->resp.res_slots);
+    q->resp.reply_fifo = std::make_unique<uint16_t[]>(q->resp.res_slots * 2);
+    q->resp.reply_fifo_mask = q->resp.res_slots * 2 - 1;
     q->retrans_timer.fn = comp_retrans_timeout;
     q->retrans_timer.arg = q;
     q->rnr_timer.fn = comp_rnr_timeout;
@@ -244,7 +242,7 @@ void qp_to_error(qp *q) {
     q->req.need_retry = false;
     q->req.rnr_wait = false;
     q->resp.ack_pending = false;
-    q->resp.outq_head = q->resp.outq_tail = 0;
+    q->resp.reply_fifo_head = q->resp.reply_fifo_tail = 0;
     qp_flush(q);
 }
 

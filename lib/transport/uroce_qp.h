@@ -41,7 +41,12 @@ struct send_wqe {
     uint64_t wr_id = 0;
     wr_opcode opcode = wr_opcode::send;
     unsigned flags = 0;
-    uint32_t imm_or_inv = 0;
+    /* as in send_wr: SEND/WRITE_WITH_IMM carry imm_data (network order),
+     * SEND_WITH_INV the rkey the responder is to invalidate (IBTA 9.4.4) */
+    union {
+        uint32_t imm_data = 0;
+        uint32_t invalidate_rkey;
+    };
     uint64_t remote_addr = 0;
     uint32_t rkey = 0;
     uint64_t compare_add = 0;
@@ -154,14 +159,18 @@ struct qp {
         bool ack_pending = false;
         uint8_t ack_syndrome = 0;
         uint32_t ack_psn = 0;
-        /* READ/atomic resources and the FIFO of those with output pending */
+        /* READ/atomic resources: res_slots are allocated (the most
+         * max_dest_rd_atomic can ask for), the first max_dest_rd_atomic used
+         * round-robin from res_next */
         std::unique_ptr<rd_resource[]> res;
-        uint32_t nres = 0;
+        uint32_t res_slots = 0;
         uint32_t res_next = 0;
-        std::unique_ptr<uint16_t[]> outq;
-        uint32_t outq_mask = 0;
-        uint32_t outq_head = 0;
-        uint32_t outq_tail = 0;
+        /* resources whose READ response stream or atomic ACK is still to be
+         * sent, in PSN order, as indices into res[] */
+        std::unique_ptr<uint16_t[]> reply_fifo;
+        uint32_t reply_fifo_mask = 0;
+        uint32_t reply_fifo_head = 0;
+        uint32_t reply_fifo_tail = 0;
     } resp;
 
     timer_node retrans_timer;

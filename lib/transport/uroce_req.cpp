@@ -14,35 +14,13 @@
 #include "uroce_device.h"
 #include "uroce_psn.h"
 #include "uroce_qp.h"
+#include "uroce_wr_opcode.h"
 
 namespace uroce {
 
-static bool opcode_allowed(qp_type t, wr_opcode op) {
-    switch (t) {
-    case qp_type::rc:
-        return op == wr_opcode::send || op == wr_opcode::send_with_imm ||
-               op == wr_opcode::send_with_inv || op == wr_opcode::rdma_write ||
-               op == wr_opcode::rdma_write_with_imm || op == wr_opcode::rdma_read ||
-               op == wr_opcode::atomic_cmp_and_swp || op == wr_opcode::atomic_fetch_and_add;
-    case qp_type::uc:
-        return op == wr_opcode::send || op == wr_opcode::send_with_imm ||
-               op == wr_opcode::rdma_write || op == wr_opcode::rdma_write_with_imm;
-    case qp_type::ud:
-        return op == wr_opcode::send || op == wr_opcode::send_with_imm;
-    }
-    return false;
-}
-
-static inline bool is_rd_atomic(wr_opcode op) {
-    return op == wr_opcode::rdma_read || op == wr_opcode::atomic_cmp_and_swp ||
-           op == wr_opcode::atomic_fetch_and_add;
-}
-static inline bool is_atomic(wr_opcode op) {
-    return op == wr_opcode::atomic_cmp_and_swp || op == wr_opcode::atomic_fetch_and_add;
-}
-
 static verbs_error check_wr(const qp *q, const send_wr *wr, uint64_t *len_out) {
-    if (!opcode_allowed(q->type, wr->opcode)) return verbs_error::inval;
+    const wr_opcode_info &op = wr_opcode_lookup(wr->opcode);
+    if (!op.allowed_on(q->type)) return verbs_error::inval;
     if (wr->num_sge < 0 || uint32_t(wr->num_sge) > q->cap.max_send_sge) return verbs_error::inval;
     if (wr->num_sge > 0 && !wr->sg_list) return verbs_error::inval;
     uint64_t len = 0;
@@ -50,9 +28,10 @@ static verbs_error check_wr(const qp *q, const send_wr *wr, uint64_t *len_out) {
         len += wr->sg_list[i].length;
     if (len > max_msg_size) return verbs_error::inval;
     if (wr->send_flags & send_inline) {
-        if (is_rd_atomic(wr->opcode) || len > q->cap.max_inline_data) return verbs_error::inval;
+        if (op.has_any(wr_flag::read_or_atomic) || len > q->cap.max_inline_data)
+            return verbs_error::inval;
     }
-    if (is_atomic(wr->opcode) && (wr->num_sge != 1 || len != 8)) return verbs_error::inval;
+    if (op.has(wr_flag::atomic) && (wr->num_sge != 1 || len != 8)) return verbs_error::inval;
     if (q->type == qp_type::ud) {
         if (!wr->wr.ud.ah || wr->wr.ud.ah->dev != q->dev) return verbs_error::inval;
         if (len > q->dev->max_mtu_bytes() || wr->wr.ud.remote_qpn > psn_mask)
@@ -81,14 +60,17 @@ verbs_error req_post_send(qp *q, send_wr *wr, send_wr **bad_wr) {
         w.wr_id = wr->wr_id;
         w.opcode = wr->opcode;
         w.flags = wr->send_flags;
-        w.imm_or_inv = wr->imm_data;
+        if (wr_opcode_lookup(wr->opcode).has(wr_flag::has_inv))
+            w.invalidate_rkey = wr->invalidate_rkey;
+        else
+            w.imm_data = wr->imm_data;
         w.length = len;
         w.signaled = q->sq_sig_all || (wr->send_flags & send_signaled);
         w.state = wqe_state::posted;
         w.status = wc_status::success;
         w.rd_counted = false;
         w.ah = nullptr;
-        if (is_atomic(wr->opcode)) {
+        if (wr_opcode_lookup(wr->opcode).has(wr_flag::atomic)) {
             w.remote_addr = wr->wr.atomic.remote_addr;
             w.rkey = wr->wr.atomic.rkey;
             w.compare_add = wr->wr.atomic.compare_add;
@@ -130,9 +112,8 @@ verbs_error req_post_send(qp *q, send_wr *wr, send_wr **bad_wr) {
  * covering it; READ and atomic results are written, so they need local write. */
 static bool check_local(qp *q, send_wqe &w) {
     if (w.is_inline) return true;
-    unsigned need = (w.opcode == wr_opcode::rdma_read || is_atomic(w.opcode))
-                        ? unsigned(access_local_write)
-                        : 0u;
+    unsigned need =
+        wr_opcode_lookup(w.opcode).has(wr_flag::writes_local) ? unsigned(access_local_write) : 0u;
     for (uint32_t i = 0; i < w.num_sge; ++i) {
         if (w.sg[i].length == 0) continue;
         mr *m;
@@ -184,7 +165,7 @@ void req_reposition(qp *q) {
     /* resume inside the WQE: the packets before comp.psn were acknowledged
      * (or, for a READ, their responses arrived) */
     int32_t done_psns = psn_diff(q->comp.psn, w.first_psn);
-    if (done_psns > 0 && !is_atomic(w.opcode)) {
+    if (done_psns > 0 && !wr_opcode_lookup(w.opcode).has(wr_flag::atomic)) {
         q->req.offset = uint64_t(done_psns) * q->mtu;
         if (q->req.offset > w.length) q->req.offset = w.length;
     }
@@ -225,9 +206,11 @@ static uint8_t pick_opcode(qp_type t, wr_opcode op, bool first, bool last) {
     }
 }
 
-/* A WQE whose local memory went away: complete it with a local protection
- * error in order (now, or when the completer reaches it). */
-static bool false_local(qp *q, send_wqe &w) {
+/* A WQE whose local memory is not (or no longer) registered for it: it
+ * fails with a local protection error, completed in order (now if it is the
+ * oldest, else when the completer reaches it); then RC goes to ERR and
+ * UC/UD to SQE (IBTA 10.3.1.7). */
+static void fail_wqe_local_access(qp *q, send_wqe &w) {
     w.state = wqe_state::error;
     w.status = wc_status::loc_prot_err;
     if (w.rd_counted) {
@@ -242,7 +225,6 @@ static bool false_local(qp *q, send_wqe &w) {
         else
             qp_to_sqe(q);
     }
-    return false;
 }
 
 /* Send one packet of the current WQE; false when out of mbufs or when its
@@ -260,19 +242,23 @@ static bool send_one(qp *q, send_wqe &w) {
     bool last_pkt = true;
     const hdr_template *hdr = &q->hdr;
     uint32_t psn = q->req.psn;
+    const wr_opcode_info &op = wr_opcode_lookup(w.opcode);
 
     if (q->type == qp_type::ud) {
-        b.opcode = to_u8(w.opcode == wr_opcode::send_with_imm ? ib_opcode::ud_send_only_imm
-                                                              : ib_opcode::ud_send_only);
+        b.opcode =
+            to_u8(op.has(wr_flag::has_imm) ? ib_opcode::ud_send_only_imm : ib_opcode::ud_send_only);
         b.dest_qp = w.remote_qpn;
         /* IBTA 10.2.4: a WR Q_Key with the high bit set means "use the QP's". */
         x.qkey = (w.remote_qkey & 0x80000000u) ? q->attr.qkey : w.remote_qkey;
         x.src_qp = q->qpn;
-        x.imm_raw = w.imm_or_inv;
+        x.imm_raw = w.imm_data;
         payload = uint32_t(w.length);
         hdr = &w.ah->hdr;
-        if (!local_range_ok(q, w, 0, payload)) return false_local(q, w);
-    } else if (w.opcode == wr_opcode::rdma_read) {
+        if (!local_range_ok(q, w, 0, payload)) {
+            fail_wqe_local_access(q, w);
+            return false;
+        }
+    } else if (op.has(wr_flag::read)) {
         uint64_t rem = w.length - q->req.offset;
         b.opcode = to_u8(ib_opcode::rc_rdma_read_request);
         x.va = w.remote_addr + q->req.offset;
@@ -280,7 +266,7 @@ static bool send_one(qp *q, send_wqe &w) {
         x.dma_length = uint32_t(rem);
         /* IBTA 9.7.4.1.3: a READ of n bytes consumes ceil(n / MTU) PSNs (at least one). */
         npsn = rem == 0 ? 1 : uint32_t((rem + q->mtu - 1) / q->mtu);
-    } else if (is_atomic(w.opcode)) {
+    } else if (op.has(wr_flag::atomic)) {
         b.opcode = to_u8(w.opcode == wr_opcode::atomic_cmp_and_swp ? ib_opcode::rc_compare_swap
                                                                    : ib_opcode::rc_fetch_add);
         x.va = w.remote_addr;
@@ -292,15 +278,20 @@ static bool send_one(qp *q, send_wqe &w) {
         bool first = q->req.offset == 0;
         last_pkt = rem <= q->mtu;
         payload = last_pkt ? uint32_t(rem) : q->mtu;
-        if (!local_range_ok(q, w, q->req.offset, payload)) return false_local(q, w);
+        if (!local_range_ok(q, w, q->req.offset, payload)) {
+            fail_wqe_local_access(q, w);
+            return false;
+        }
         b.opcode = pick_opcode(q->type, w.opcode, first, last_pkt);
         if (first) {
             x.va = w.remote_addr;
             x.rkey = w.rkey;
             x.dma_length = uint32_t(w.length);
         }
-        x.imm_raw = w.imm_or_inv;
-        if (w.opcode == wr_opcode::send_with_inv) x.rkey = w.imm_or_inv;
+        if (op.has(wr_flag::has_inv))
+            x.rkey = w.invalidate_rkey; /* IETH; no ImmDt on these opcodes */
+        else
+            x.imm_raw = w.imm_data;
         src.offset = q->req.offset;
     }
     if (q->type != qp_type::ud) b.dest_qp = q->attr.dest_qp_num;
@@ -328,12 +319,12 @@ static bool send_one(qp *q, send_wqe &w) {
     if (psn_diff(q->req.psn, q->req.max_psn_sent) > 0) q->req.max_psn_sent = q->req.psn;
 
     if (q->type == qp_type::rc) {
-        if (w.opcode == wr_opcode::rdma_read || is_atomic(w.opcode)) {
+        if (op.has_any(wr_flag::read_or_atomic)) {
             q->req.offset = w.length;
         } else {
             q->req.offset += payload;
         }
-        bool wqe_done = last_pkt || w.opcode == wr_opcode::rdma_read || is_atomic(w.opcode);
+        bool wqe_done = last_pkt || op.has_any(wr_flag::read_or_atomic);
         if (wqe_done) {
             q->req.offset = 0;
             ++q->req.wqe;
@@ -368,33 +359,25 @@ unsigned req_process(qp *q, unsigned budget) {
             break;
         send_wqe &w = sq_at(q, q->req.wqe);
         if (w.state == wqe_state::error) break;
+        const wr_opcode_info &op = wr_opcode_lookup(w.opcode);
         if (w.state == wqe_state::posted) {
             if (q->type == qp_type::rc) {
                 /* Fence: wait for every earlier READ and atomic to complete (IBTA 10.8.3.3). */
                 if ((w.flags & send_fence) && q->req.rd_atomic_outstanding) break;
-                if (is_rd_atomic(w.opcode) && q->req.rd_atomic_outstanding >= max_rd) break;
+                if (op.has_any(wr_flag::read_or_atomic) && q->req.rd_atomic_outstanding >= max_rd)
+                    break;
             }
             if (!check_local(q, w)) {
-                w.state = wqe_state::error;
-                w.status = wc_status::loc_prot_err;
-                /* complete in order: only once everything before it is done */
-                if (q->sq_comp == q->req.wqe) {
-                    post_send_cqe(q, w, w.status);
-                    ++q->sq_comp;
-                    if (q->type == qp_type::rc)
-                        qp_to_error(q);
-                    else
-                        qp_to_sqe(q);
-                }
+                fail_wqe_local_access(q, w);
                 break;
             }
             w.state = wqe_state::issued;
             w.first_psn = q->req.psn;
             uint64_t npsn = 1;
-            if (!is_atomic(w.opcode) && q->type != qp_type::ud)
+            if (!op.has(wr_flag::atomic) && q->type != qp_type::ud)
                 npsn = w.length == 0 ? 1 : (w.length + q->mtu - 1) / q->mtu;
             w.last_psn = psn_add(w.first_psn, uint32_t(npsn - 1));
-            if (is_rd_atomic(w.opcode) && !w.rd_counted) {
+            if (op.has_any(wr_flag::read_or_atomic) && !w.rd_counted) {
                 w.rd_counted = true;
                 ++q->req.rd_atomic_outstanding;
             }

@@ -4,7 +4,7 @@
  * responder resources, duplicate handling (IBTA 9.9.2, C9-105..C9-115),
  * RNR and error NAKs, and coalesced ACKs.
  *
- * Response order: READ responses and atomic ACKs are queued per QP (outq)
+ * Response order: READ responses and atomic ACKs are queued per QP (reply_fifo)
  * and streamed from poll(); a coalesced ACK/NAK is sent only after the
  * queue drains, so the requester always sees responses in PSN order.
  */
@@ -31,13 +31,13 @@ void resp_reset(qp *q) {
     r.write_va = r.write_len = r.write_off = 0;
     r.ack_pending = false;
     r.res_next = 0;
-    r.outq_head = r.outq_tail = 0;
-    for (uint32_t i = 0; i < r.nres; ++i)
+    r.reply_fifo_head = r.reply_fifo_tail = 0;
+    for (uint32_t i = 0; i < r.res_slots; ++i)
         r.res[i] = rd_resource{};
 }
 
 bool resp_has_work(const qp *q) {
-    return q->resp.ack_pending || q->resp.outq_head != q->resp.outq_tail;
+    return q->resp.ack_pending || q->resp.reply_fifo_head != q->resp.reply_fifo_tail;
 }
 
 static void set_ack(qp *q, uint8_t syndrome, uint32_t psn) {
@@ -117,14 +117,15 @@ static bool get_recv_wqe(qp *q) {
     return true;
 }
 
-enum class put_status { ok, length, prot };
+enum class recv_copy_status { ok, length, prot };
 
 /* Write len bytes into the receive WQE at byte offset off, from flat or from
  * the packet's payload (starting at payload offset poff). */
-static put_status recv_put(qp *q, uint64_t off, const uint8_t *flat, const roce_packet *p,
-                           rte_mbuf *m, uint32_t poff, uint32_t len) {
+static recv_copy_status copy_to_recv_wqe(qp *q, uint64_t off, const uint8_t *flat,
+                                         const roce_packet *p, rte_mbuf *m, uint32_t poff,
+                                         uint32_t len) {
     auto &r = q->resp;
-    if (off + len > r.wqe_len) return put_status::length;
+    if (off + len > r.wqe_len) return recv_copy_status::length;
     uint32_t i = 0;
     while (i < r.wqe_num_sge && off >= r.wqe_sg[i].length)
         off -= r.wqe_sg[i++].length;
@@ -136,7 +137,7 @@ static put_status recv_put(qp *q, uint64_t off, const uint8_t *flat, const roce_
         mr *mm;
         if (mr_check(q->dev->mrs(), s.lkey, recv_pd(q), access_local_write, s.addr + off, c, &mm) !=
             mr_status::ok)
-            return put_status::prot;
+            return recv_copy_status::prot;
         uint8_t *dst = reinterpret_cast<uint8_t *>(s.addr + off);
         if (flat)
             std::memcpy(dst, flat + done, c);
@@ -146,58 +147,60 @@ static put_status recv_put(qp *q, uint64_t off, const uint8_t *flat, const roce_
         off = 0;
         ++i;
     }
-    return put_status::ok;
+    return recv_copy_status::ok;
 }
 
 static rd_resource *alloc_res(qp *q) {
     auto &r = q->resp;
     uint32_t n = q->attr.max_dest_rd_atomic ? q->attr.max_dest_rd_atomic : 1;
-    if (n > r.nres) n = r.nres;
+    if (n > r.res_slots) n = r.res_slots;
     rd_resource *res = &r.res[r.res_next % n];
     if (res->queued) {
         /* The requester keeps at most max_dest_rd_atomic READs/atomics
          * outstanding, so a new one means the oldest resource is done with
          * on its side: whatever it still has queued (a replay for a
          * duplicate) is stale. Drop it from the queue and reuse it. */
-        uint32_t keep = r.outq_tail;
+        uint32_t keep = r.reply_fifo_tail;
         uint16_t idx = uint16_t(res - r.res.get());
-        for (uint32_t i = r.outq_tail; i != r.outq_head; ++i)
-            if (r.outq[i & r.outq_mask] != idx)
-                r.outq[(keep++) & r.outq_mask] = r.outq[i & r.outq_mask];
-        r.outq_head = keep;
+        for (uint32_t i = r.reply_fifo_tail; i != r.reply_fifo_head; ++i)
+            if (r.reply_fifo[i & r.reply_fifo_mask] != idx)
+                r.reply_fifo[(keep++) & r.reply_fifo_mask] = r.reply_fifo[i & r.reply_fifo_mask];
+        r.reply_fifo_head = keep;
         res->queued = false;
     }
     r.res_next = (r.res_next + 1) % n;
     return res;
 }
 
-static void outq_push(qp *q, rd_resource *res) {
+static void reply_fifo_push(qp *q, rd_resource *res) {
     auto &r = q->resp;
     if (res->queued) return;
     res->queued = true;
-    r.outq[r.outq_head & r.outq_mask] = uint16_t(res - r.res.get());
-    ++r.outq_head;
+    r.reply_fifo[r.reply_fifo_head & r.reply_fifo_mask] = uint16_t(res - r.res.get());
+    ++r.reply_fifo_head;
     q->dev->schedule(q);
 }
 
 /* Drop queued output for requests after psn: the requester is going back
  * to psn and will ask for them again (go-back-N). */
-static void outq_truncate_after(qp *q, uint32_t psn) {
+static void reply_fifo_drop_after(qp *q, uint32_t psn) {
     auto &r = q->resp;
-    uint32_t keep = r.outq_tail;
-    for (uint32_t i = r.outq_tail; i != r.outq_head; ++i) {
-        rd_resource &res = r.res[r.outq[i & r.outq_mask]];
+    uint32_t keep = r.reply_fifo_tail;
+    for (uint32_t i = r.reply_fifo_tail; i != r.reply_fifo_head; ++i) {
+        rd_resource &res = r.res[r.reply_fifo[i & r.reply_fifo_mask]];
         if (psn_diff(res.first_psn, psn) > 0) {
             res.queued = false;
         } else {
-            r.outq[keep & r.outq_mask] = r.outq[i & r.outq_mask];
+            r.reply_fifo[keep & r.reply_fifo_mask] = r.reply_fifo[i & r.reply_fifo_mask];
             ++keep;
         }
     }
-    r.outq_head = keep;
+    r.reply_fifo_head = keep;
 }
 
-static void duplicate(qp *q, const roce_packet &p) {
+/* A request behind the expected PSN (IBTA 9.9.2, C9-105..C9-115; rxe
+ * duplicate_request). */
+static void duplicate_request(qp *q, const roce_packet &p) {
     auto &r = q->resp;
     const opcode_info &info = *p.info;
     uint32_t psn = p.psn();
@@ -212,7 +215,7 @@ static void duplicate(qp *q, const roce_packet &p) {
         /* Re-read from the saved resource: the new range must lie inside the
          * original one (checked without overflow: rxe read out of bounds here). */
         const reth *h = p.reth();
-        for (uint32_t i = 0; i < r.nres; ++i) {
+        for (uint32_t i = 0; i < r.res_slots; ++i) {
             rd_resource &res = r.res[i];
             if (res.type != rd_resource::read) continue;
             if (psn_diff(psn, res.first_psn) < 0 || psn_diff(psn, res.last_psn) > 0) continue;
@@ -222,24 +225,24 @@ static void duplicate(qp *q, const roce_packet &p) {
             if (off != uint64_t(psn_diff(psn, res.first_psn)) * q->mtu) return;
             if (off + len != res.length) return;
             ++q->cnt.dup_reads;
-            outq_truncate_after(q, psn);
+            reply_fifo_drop_after(q, psn);
             res.cur_psn = psn;
             res.cur_off = off;
             res.end_off = res.length;
-            outq_push(q, &res);
+            reply_fifo_push(q, &res);
             return;
         }
         return; /* no resource: silently dropped (C9-111) */
     }
     if (info.has(op_flag::atomic)) {
-        for (uint32_t i = 0; i < r.nres; ++i) {
+        for (uint32_t i = 0; i < r.res_slots; ++i) {
             rd_resource &res = r.res[i];
             if (res.type != rd_resource::atomic || res.first_psn != psn) continue;
             /* C9-114: replay the saved result; never execute twice. */
             ++q->cnt.dup_atomics;
-            outq_truncate_after(q, psn);
+            reply_fifo_drop_after(q, psn);
             res.cur_psn = psn;
-            outq_push(q, &res);
+            reply_fifo_push(q, &res);
             return;
         }
     }
@@ -264,12 +267,13 @@ static void ud_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
         std::memcpy(grh + 20, p.hdr + p.l3_offset, sizeof(ipv4_hdr));
     else
         std::memcpy(grh, p.hdr + p.l3_offset, sizeof(ipv6_hdr));
-    put_status st = recv_put(q, 0, grh, nullptr, nullptr, 0, 40);
-    if (st == put_status::ok) st = recv_put(q, 40, nullptr, &p, m, 0, p.payload_len);
+    recv_copy_status st = copy_to_recv_wqe(q, 0, grh, nullptr, nullptr, 0, 40);
+    if (st == recv_copy_status::ok) st = copy_to_recv_wqe(q, 40, nullptr, &p, m, 0, p.payload_len);
     r.have_wqe = false;
-    if (st != put_status::ok) {
+    if (st != recv_copy_status::ok) {
         post_recv_cqe(q, r.wqe_id,
-                      st == put_status::length ? wc_status::loc_len_err : wc_status::loc_prot_err,
+                      st == recv_copy_status::length ? wc_status::loc_len_err
+                                                     : wc_status::loc_prot_err,
                       wc_opcode::recv, 0, 0, 0, dh->src_qp());
         return;
     }
@@ -285,10 +289,369 @@ static void ud_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
                   dh->src_qp());
 }
 
-void resp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
+/* ---- The request path, one function per check or stage, in the order
+ * rxe_resp.c's states run them. Each check returns true when the packet may
+ * go on; on false it has been dealt with (rejected, dropped or NAKed). */
+
+/* A request the responder will not carry out, given as the AETH syndrome an
+ * RC requester gets for it. RC: an RNR NAK leaves the QP as it is and the
+ * requester retries after the timer (IBTA 9.7.5.2.8); any other NAK is
+ * fatal, sent at once before the QP goes to ERR (IBTA 9.9.3.1, class C/D).
+ * UC has no NAKs (IBTA 9.8.3): the rest of the message is dropped, up to
+ * the next FIRST/ONLY, and counted in uc_counter where one is given. */
+static void reject_request(qp *q, uint32_t psn, uint8_t syndrome,
+                           uint64_t qp_counters::*uc_counter = nullptr) {
     auto &r = q->resp;
-    if (q->state != qp_state::rtr && q->state != qp_state::rts && q->state != qp_state::sqd &&
-        q->state != qp_state::sqe) {
+    if (q->type == qp_type::rc) {
+        if (aeth_syndrome::type(syndrome) == aeth_syndrome::type_rnr_nak) {
+            ++q->cnt.rnr_naks_sent;
+            r.nak_sent = true;
+            set_ack(q, syndrome, psn);
+        } else {
+            nak_fatal(q, aeth_syndrome::value(syndrome), psn);
+        }
+        return;
+    }
+    if (uc_counter) ++(q->cnt.*uc_counter);
+    r.uc_drop = true;
+    r.in_msg = r.none;
+    r.psn = psn_add(psn, 1);
+}
+
+static constexpr uint8_t invalid_request_nak =
+    aeth_syndrome::make_nak(aeth_syndrome::nak_invalid_request);
+static constexpr uint8_t remote_access_nak =
+    aeth_syndrome::make_nak(aeth_syndrome::nak_remote_access_error);
+static constexpr uint8_t remote_op_nak =
+    aeth_syndrome::make_nak(aeth_syndrome::nak_remote_op_error);
+
+/* Receiver not ready: RNR NAK with the QP's min_rnr_timer code (IBTA 9.7.5.2.8). */
+static inline uint8_t rnr_nak(const qp *q) {
+    return aeth_syndrome::make_rnr_nak(q->attr.min_rnr_timer);
+}
+
+/* The QP receives in RTR, RTS, SQD and SQE (IBTA 10.3.1). */
+static inline bool check_qp_state(const qp *q) {
+    return q->state == qp_state::rtr || q->state == qp_state::rts || q->state == qp_state::sqd ||
+           q->state == qp_state::sqe;
+}
+
+enum class psn_verdict { in_order, duplicate, dropped };
+
+/* RC (IBTA 9.7.4.1, rxe check_psn): ahead of the expected PSN is out of
+ * sequence: one PSN sequence error NAK carrying the expected PSN, then
+ * silence until that PSN arrives; behind it is a duplicate. */
+static inline psn_verdict check_psn_rc(qp *q, uint32_t psn) {
+    auto &r = q->resp;
+    int32_t d = psn_diff(psn, r.psn);
+    if (d > 0) {
+        ++q->cnt.out_of_seq;
+        if (!r.nak_sent) {
+            r.nak_sent = true;
+            ++q->cnt.seq_naks_sent;
+            set_ack(q, aeth_syndrome::make_nak(aeth_syndrome::nak_psn_seq_error), r.psn);
+        }
+        return psn_verdict::dropped;
+    }
+    if (d < 0) return psn_verdict::duplicate;
+    r.nak_sent = false;
+    return psn_verdict::in_order;
+}
+
+/* UC (IBTA 9.8.3): no ACKs; after a gap drop up to the next FIRST/ONLY. */
+static inline psn_verdict check_psn_uc(qp *q, uint32_t psn, const opcode_info &info) {
+    auto &r = q->resp;
+    if (psn != r.psn || r.uc_drop) {
+        if (!info.has(op_flag::first)) {
+            r.uc_drop = true;
+            r.psn = psn_add(psn, 1);
+            ++q->cnt.uc_dropped;
+            return psn_verdict::dropped;
+        }
+        r.uc_drop = false;
+        r.in_msg = r.none;
+        r.recv_off = 0; /* a partly filled receive WQE is reused */
+    }
+    return psn_verdict::in_order;
+}
+
+static inline psn_verdict check_psn(qp *q, const roce_packet &p) {
+    return q->type == qp_type::rc ? check_psn_rc(q, p.psn()) : check_psn_uc(q, p.psn(), *p.info);
+}
+
+/* Opcode sequence (IBTA 9.7.4.1, rxe check_op_seq): a MIDDLE/LAST must
+ * continue the message in progress; a FIRST/ONLY must not interrupt one. */
+static inline bool check_op_seq(const qp *q, const opcode_info &info) {
+    const auto &r = q->resp;
+    const bool first = info.has(op_flag::first);
+    if (r.in_msg == r.none) return first;
+    return !first && ((r.in_msg == r.send && info.has(op_flag::send)) ||
+                      (r.in_msg == r.write && info.has(op_flag::write)));
+}
+
+/* Payload sizes (rxe check_length): FIRST and MIDDLE carry exactly one MTU,
+ * LAST 1..MTU, ONLY 0..MTU. */
+static inline bool check_length(const qp *q, const roce_packet &p) {
+    const opcode_info &info = *p.info;
+    if (!info.has_any(op_flag::send | op_flag::write)) return true;
+    if (!info.has(op_flag::last)) return p.payload_len == q->mtu;
+    if (!info.has(op_flag::first)) return p.payload_len >= 1 && p.payload_len <= q->mtu;
+    return p.payload_len <= q->mtu;
+}
+
+/* The QP's access flags allow the operation (rxe check_op_valid); a WRITE
+ * is checked at its FIRST/ONLY, which carries the RETH. READ and atomics
+ * are RC only; FLUSH and ATOMIC_WRITE are not implemented, so invalid. */
+static inline bool check_op_valid(const qp *q, const opcode_info &info) {
+    const unsigned access = q->attr.qp_access_flags;
+    if (info.has(op_flag::send)) return true;
+    if (info.has(op_flag::write))
+        return !info.has(op_flag::first) || (access & access_remote_write);
+    if (q->type != qp_type::rc) return false;
+    if (info.has(op_flag::read)) return access & access_remote_read;
+    if (info.has(op_flag::atomic)) return access & access_remote_atomic;
+    return false;
+}
+
+/* The R_Key names an MR of the QP's PD that grants access over
+ * [va, va+len) (rxe check_rkey). A zero-length request checks no R_Key
+ * (IBTA 9.4.5; rxe does the same). */
+static inline bool check_rkey(qp *q, uint32_t rkey, unsigned access, uint64_t va, uint64_t len) {
+    mr *mm;
+    return len == 0 || mr_check(q->dev->mrs(), rkey, q->pd, access, va, len, &mm) == mr_status::ok;
+}
+
+/* The request is done: count it, expect the next PSN, and ACK it if the
+ * requester asked (AckReq); the ACK is coalesced per burst (set_ack). */
+static inline void acknowledge(qp *q, const roce_packet &p) {
+    uint32_t psn = p.psn();
+    ++q->cnt.rx_pkts;
+    q->cnt.rx_bytes += p.payload_len;
+    q->resp.psn = psn_add(psn, 1);
+    if (q->type == qp_type::rc && p.bth()->ack_req())
+        set_ack(q, aeth_syndrome::make_ack(aeth_syndrome::ack_unlimited_credits), psn);
+}
+
+/* ---- SEND */
+
+/* Scatter the payload into the receive WQE (rxe send_data_in); a WQE too
+ * short or an SGE no longer registered fails the receive. */
+static bool execute_send(qp *q, const roce_packet &p, rte_mbuf *m) {
+    auto &r = q->resp;
+    recv_copy_status st = copy_to_recv_wqe(q, r.recv_off, nullptr, &p, m, 0, p.payload_len);
+    if (st != recv_copy_status::ok) {
+        const bool too_long = st == recv_copy_status::length;
+        post_recv_cqe(q, r.wqe_id, too_long ? wc_status::loc_len_err : wc_status::loc_prot_err,
+                      wc_opcode::recv, 0, 0, 0, 0);
+        r.have_wqe = false;
+        reject_request(q, p.psn(), too_long ? invalid_request_nak : remote_op_nak);
+        return false;
+    }
+    r.recv_off += p.payload_len;
+    r.in_msg = p.info->has(op_flag::last) ? r.none : r.send;
+    return true;
+}
+
+/* The message's last packet: complete the receive WQE, with the immediate
+ * or the invalidated R_Key (rxe do_complete). */
+static bool complete_send(qp *q, const roce_packet &p) {
+    auto &r = q->resp;
+    unsigned flags = 0;
+    uint32_t imm = 0;
+    if (const immdt *i = p.immdt()) {
+        flags |= wc_with_imm;
+        imm = i->imm_raw();
+    }
+    if (const ieth *ie = p.ieth()) {
+        /* SEND with Invalidate (IBTA 9.4.4 / 10.6.6): the named R_Key of
+         * this PD stops working. */
+        mr *mm = q->dev->mrs().lookup(ie->rkey());
+        if (!mm || mm->pd != q->pd) {
+            post_recv_cqe(q, r.wqe_id, wc_status::rem_inv_req_err, wc_opcode::recv, 0, 0, 0, 0);
+            r.have_wqe = false;
+            reject_request(q, p.psn(), invalid_request_nak);
+            return false;
+        }
+        mm->valid = false;
+        flags |= wc_with_inv;
+        imm = ie->rkey();
+    }
+    post_recv_cqe(q, r.wqe_id, wc_status::success, wc_opcode::recv, uint32_t(r.recv_off), flags,
+                  imm, 0);
+    r.have_wqe = false;
+    r.msn = psn_add(r.msn, 1);
+    return true;
+}
+
+static void rcv_send(qp *q, const roce_packet &p, rte_mbuf *m) {
+    /* check_resource: the receive WQE is taken at FIRST/ONLY */
+    if (p.info->has(op_flag::first) && !get_recv_wqe(q)) {
+        reject_request(q, p.psn(), rnr_nak(q), &qp_counters::uc_dropped);
+        return;
+    }
+    if (!execute_send(q, p, m)) return;
+    if (p.info->has(op_flag::last) && !complete_send(q, p)) return;
+    acknowledge(q, p);
+}
+
+/* ---- RDMA WRITE */
+
+/* FIRST/ONLY: the RETH's range against the MR, and the WRITE's target is
+ * recorded. Later packets: the key was checked for the whole range at
+ * FIRST; it is checked again so a dereg_mr in the middle of a message stops
+ * the writes. */
+static bool check_write_rkey(qp *q, const roce_packet &p) {
+    auto &r = q->resp;
+    if (p.info->has(op_flag::first)) {
+        const reth *h = p.reth();
+        uint64_t va = h->va(), len = h->dma_length();
+        if (!check_rkey(q, h->rkey(), access_remote_write, va, len)) return false;
+        r.write_va = va;
+        r.write_rkey = h->rkey();
+        r.write_len = len;
+        r.write_off = 0;
+        return true;
+    }
+    return check_rkey(q, r.write_rkey, access_remote_write, r.write_va + r.write_off,
+                      p.payload_len);
+}
+
+/* The packets of a WRITE add up to exactly its DMA length. */
+static inline bool check_write_length(const qp *q, const roce_packet &p) {
+    const auto &r = q->resp;
+    if (r.write_off + p.payload_len > r.write_len) return false;
+    return !p.info->has(op_flag::last) || r.write_off + p.payload_len == r.write_len;
+}
+
+static inline void execute_write(qp *q, const roce_packet &p, rte_mbuf *m) {
+    auto &r = q->resp;
+    if (p.payload_len)
+        pkt_copy_payload(p, m, 0, reinterpret_cast<uint8_t *>(r.write_va + r.write_off),
+                         p.payload_len);
+    r.write_off += p.payload_len;
+    r.in_msg = p.info->has(op_flag::last) ? r.none : r.write;
+}
+
+/* WRITE_WITH_IMM completes a receive WQE, with the DMA length as byte_len. */
+static inline void complete_write(qp *q, const roce_packet &p) {
+    auto &r = q->resp;
+    if (const immdt *i = p.immdt()) {
+        post_recv_cqe(q, r.wqe_id, wc_status::success, wc_opcode::recv_rdma_with_imm,
+                      uint32_t(r.write_len), wc_with_imm, i->imm_raw(), 0);
+        r.have_wqe = false;
+    }
+    r.msn = psn_add(r.msn, 1);
+}
+
+static void rcv_write(qp *q, const roce_packet &p, rte_mbuf *m) {
+    const uint32_t psn = p.psn();
+    if (!check_write_rkey(q, p)) {
+        reject_request(q, psn, remote_access_nak);
+        return;
+    }
+    /* check_resource: the receive WQE of a WRITE_WITH_IMM */
+    if (p.info->has(op_flag::immdt) && !get_recv_wqe(q)) {
+        reject_request(q, psn, rnr_nak(q));
+        return;
+    }
+    if (!check_write_length(q, p)) {
+        reject_request(q, psn, invalid_request_nak);
+        return;
+    }
+    execute_write(q, p, m);
+    if (p.info->has(op_flag::last)) complete_write(q, p);
+    acknowledge(q, p);
+}
+
+/* ---- RDMA READ and atomics: executed into a responder resource, answered
+ * from resp_process() through the reply FIFO */
+
+/* A READ takes ceil(len / MTU) PSNs (at least one, IBTA 9.7.4.1.3); its
+ * response stream is generated when sent. */
+static void execute_read(qp *q, const roce_packet &p, rd_resource *res) {
+    auto &r = q->resp;
+    const reth *h = p.reth();
+    const uint32_t psn = p.psn();
+    uint64_t va = h->va(), len = h->dma_length();
+    uint32_t npsn = len == 0 ? 1 : uint32_t((len + q->mtu - 1) / q->mtu);
+    res->type = rd_resource::read;
+    res->first_psn = psn;
+    res->last_psn = psn_add(psn, npsn - 1);
+    res->va = va;
+    res->length = len;
+    res->rkey = h->rkey();
+    res->cur_psn = psn;
+    res->cur_off = 0;
+    res->end_off = len;
+    r.msn = psn_add(r.msn, 1);
+    res->msn = r.msn;
+    r.psn = psn_add(psn, npsn);
+    reply_fifo_push(q, res);
+    ++q->cnt.rx_pkts;
+}
+
+static void rcv_read(qp *q, const roce_packet &p) {
+    const reth *h = p.reth();
+    if (!check_rkey(q, h->rkey(), access_remote_read, h->va(), h->dma_length())) {
+        reject_request(q, p.psn(), remote_access_nak);
+        return;
+    }
+    rd_resource *res = alloc_res(q);
+    if (!res) {
+        reject_request(q, p.psn(), invalid_request_nak);
+        return;
+    }
+    execute_read(q, p, res);
+}
+
+/* Atomic with respect to every QP of the process: host atomics. The
+ * original value is kept in the resource to answer a duplicate (C9-114). */
+static void execute_atomic(qp *q, const roce_packet &p, rd_resource *res) {
+    auto &r = q->resp;
+    const atomic_eth *h = p.atomic_eth();
+    const uint32_t psn = p.psn();
+    uint64_t *target = reinterpret_cast<uint64_t *>(h->va());
+    uint64_t orig;
+    if (p.opcode == to_u8(ib_opcode::rc_compare_swap)) {
+        orig = h->compare();
+        __atomic_compare_exchange_n(target, &orig, h->swap_add(), false, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_SEQ_CST);
+    } else {
+        orig = __atomic_fetch_add(target, h->swap_add(), __ATOMIC_SEQ_CST);
+    }
+    res->type = rd_resource::atomic;
+    res->first_psn = res->last_psn = psn;
+    res->orig = orig;
+    res->cur_psn = psn;
+    r.msn = psn_add(r.msn, 1);
+    res->msn = r.msn;
+    r.psn = psn_add(psn, 1);
+    reply_fifo_push(q, res);
+    ++q->cnt.rx_pkts;
+}
+
+static void rcv_atomic(qp *q, const roce_packet &p) {
+    const atomic_eth *h = p.atomic_eth();
+    /* Atomics need an 8-byte aligned VA, else invalid request (IBTA 9.4.6;
+     * rxe RESPST_ERR_MISALIGNED_ATOMIC), refused before memory is touched. */
+    if (h->va() & 7) {
+        reject_request(q, p.psn(), invalid_request_nak);
+        return;
+    }
+    if (!check_rkey(q, h->rkey(), access_remote_atomic, h->va(), 8)) {
+        reject_request(q, p.psn(), remote_access_nak);
+        return;
+    }
+    rd_resource *res = alloc_res(q);
+    if (!res) {
+        reject_request(q, p.psn(), invalid_request_nak);
+        return;
+    }
+    execute_atomic(q, p, res);
+}
+
+void resp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
+    if (!check_qp_state(q)) {
         ++q->cnt.state_drops;
         return;
     }
@@ -296,306 +659,33 @@ void resp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
         ud_rcv(q, p, m);
         return;
     }
+    switch (check_psn(q, p)) {
+    case psn_verdict::in_order:
+        break;
+    case psn_verdict::duplicate:
+        duplicate_request(q, p);
+        return;
+    case psn_verdict::dropped:
+        return;
+    }
     const opcode_info &info = *p.info;
-    const bool rc = q->type == qp_type::rc;
-    uint32_t psn = p.psn();
-    const bool first = info.has(op_flag::first);
-    const bool last = info.has(op_flag::last);
-
-    if (rc) {
-        int32_t d = psn_diff(psn, r.psn);
-        if (d > 0) {
-            /* IBTA 9.7.4.1 (research-anchors C6, rxe check_psn): out of sequence:
-             * one PSN sequence error NAK carrying
-             * the expected PSN, then silence until that PSN arrives. */
-            ++q->cnt.out_of_seq;
-            if (!r.nak_sent) {
-                r.nak_sent = true;
-                ++q->cnt.seq_naks_sent;
-                set_ack(q, aeth_syndrome::make_nak(aeth_syndrome::nak_psn_seq_error), r.psn);
-            }
-            return;
-        }
-        if (d < 0) {
-            duplicate(q, p);
-            return;
-        }
-        r.nak_sent = false;
-    } else {
-        /* UC (IBTA 9.8.3): no ACKs; after a gap drop up to the next FIRST/ONLY. */
-        if (psn != r.psn || r.uc_drop) {
-            if (!first) {
-                r.uc_drop = true;
-                r.psn = psn_add(psn, 1);
-                ++q->cnt.uc_dropped;
-                return;
-            }
-            r.uc_drop = false;
-            r.in_msg = r.none;
-            r.recv_off = 0; /* a partly filled receive WQE is reused */
-        }
-    }
-
-    /* Opcode sequence (IBTA 9.7.4.1, rxe check_op_seq): a MIDDLE/LAST must continue the
-     * message in progress; a FIRST/ONLY must not interrupt one. */
-    const bool is_send = info.has(op_flag::send);
-    const bool is_write = info.has(op_flag::write);
-    bool seq_ok;
-    if (r.in_msg == r.none)
-        seq_ok = first;
-    else
-        seq_ok = !first && ((r.in_msg == r.send && is_send) || (r.in_msg == r.write && is_write));
-    /* Payload sizes: FIRST and MIDDLE carry exactly one MTU, LAST 1..MTU, ONLY 0..MTU. */
-    bool len_ok = true;
-    if (is_send || is_write) {
-        if (!last)
-            len_ok = p.payload_len == q->mtu;
-        else if (!first)
-            len_ok = p.payload_len >= 1 && p.payload_len <= q->mtu;
-        else
-            len_ok = p.payload_len <= q->mtu;
-    }
-    if (!seq_ok || !len_ok) {
+    if (!check_op_seq(q, info) || !check_length(q, p)) {
         ++q->cnt.opcode_seq_errors;
-        if (rc) {
-            nak_fatal(q, aeth_syndrome::nak_invalid_request, psn);
-        } else {
-            r.uc_drop = true;
-            r.in_msg = r.none;
-            r.psn = psn_add(psn, 1);
-        }
+        reject_request(q, p.psn(), invalid_request_nak);
         return;
     }
-
-    if (is_send) {
-        if (first && !get_recv_wqe(q)) {
-            if (rc) {
-                /* Receiver not ready (IBTA 9.7.5.2.8): RNR NAK with our min_rnr_timer. */
-                ++q->cnt.rnr_naks_sent;
-                r.nak_sent = true;
-                set_ack(q, aeth_syndrome::make_rnr_nak(q->attr.min_rnr_timer), psn);
-            } else {
-                ++q->cnt.uc_dropped;
-                r.uc_drop = true;
-                r.psn = psn_add(psn, 1);
-            }
-            return;
-        }
-        put_status st = recv_put(q, r.recv_off, nullptr, &p, m, 0, p.payload_len);
-        if (st != put_status::ok) {
-            wc_status ws =
-                st == put_status::length ? wc_status::loc_len_err : wc_status::loc_prot_err;
-            post_recv_cqe(q, r.wqe_id, ws, wc_opcode::recv, 0, 0, 0, 0);
-            r.have_wqe = false;
-            if (rc) {
-                nak_fatal(q,
-                          st == put_status::length ? aeth_syndrome::nak_invalid_request
-                                                   : aeth_syndrome::nak_remote_op_error,
-                          psn);
-            } else {
-                r.uc_drop = true;
-                r.in_msg = r.none;
-                r.psn = psn_add(psn, 1);
-            }
-            return;
-        }
-        r.recv_off += p.payload_len;
-        r.in_msg = last ? r.none : r.send;
-        if (last) {
-            unsigned flags = 0;
-            uint32_t imm = 0;
-            if (const immdt *i = p.immdt()) {
-                flags |= wc_with_imm;
-                imm = i->imm_raw();
-            }
-            if (const ieth *ie = p.ieth()) {
-                /* SEND with Invalidate (IBTA 9.4.4 / 10.6.6): the named R_Key of
-                 * this PD stops working. */
-                mr *mm = q->dev->mrs().lookup(ie->rkey());
-                if (!mm || mm->pd != q->pd) {
-                    post_recv_cqe(q, r.wqe_id, wc_status::rem_inv_req_err, wc_opcode::recv, 0, 0, 0,
-                                  0);
-                    r.have_wqe = false;
-                    nak_fatal(q, aeth_syndrome::nak_invalid_request, psn);
-                    return;
-                }
-                mm->valid = false;
-                flags |= wc_with_inv;
-                imm = ie->rkey();
-            }
-            post_recv_cqe(q, r.wqe_id, wc_status::success, wc_opcode::recv, uint32_t(r.recv_off),
-                          flags, imm, 0);
-            r.have_wqe = false;
-            r.msn = psn_add(r.msn, 1);
-        }
-    } else if (is_write) {
-        if (first) {
-            if (!(q->attr.qp_access_flags & access_remote_write)) {
-                if (rc) nak_fatal(q, aeth_syndrome::nak_invalid_request, psn);
-                return;
-            }
-            const reth *h = p.reth();
-            uint64_t va = h->va(), len = h->dma_length();
-            if (len) {
-                mr *mm;
-                /* A zero-length RDMA WRITE checks no R_Key (IBTA 9.4.5; rxe does the same). */
-                if (mr_check(q->dev->mrs(), h->rkey(), q->pd, access_remote_write, va, len, &mm) !=
-                    mr_status::ok) {
-                    if (rc)
-                        nak_fatal(q, aeth_syndrome::nak_remote_access_error, psn);
-                    else {
-                        r.uc_drop = true;
-                        r.psn = psn_add(psn, 1);
-                    }
-                    return;
-                }
-            }
-            r.write_va = va;
-            r.write_rkey = h->rkey();
-            r.write_len = len;
-            r.write_off = 0;
-        } else if (p.payload_len) {
-            /* the key was checked for the whole range at FIRST; check it again
-             * so a dereg_mr in the middle of a message stops the writes */
-            mr *mm;
-            if (mr_check(q->dev->mrs(), r.write_rkey, q->pd, access_remote_write,
-                         r.write_va + r.write_off, p.payload_len, &mm) != mr_status::ok) {
-                if (rc)
-                    nak_fatal(q, aeth_syndrome::nak_remote_access_error, psn);
-                else {
-                    r.uc_drop = true;
-                    r.in_msg = r.none;
-                    r.psn = psn_add(psn, 1);
-                }
-                return;
-            }
-        }
-        if (info.has(op_flag::immdt) && !get_recv_wqe(q)) {
-            if (rc) {
-                ++q->cnt.rnr_naks_sent;
-                r.nak_sent = true;
-                set_ack(q, aeth_syndrome::make_rnr_nak(q->attr.min_rnr_timer), psn);
-            } else {
-                r.uc_drop = true;
-                r.in_msg = r.none;
-                r.psn = psn_add(psn, 1);
-            }
-            return;
-        }
-        if (r.write_off + p.payload_len > r.write_len ||
-            (last && r.write_off + p.payload_len != r.write_len)) {
-            if (rc)
-                nak_fatal(q, aeth_syndrome::nak_invalid_request, psn);
-            else {
-                r.uc_drop = true;
-                r.in_msg = r.none;
-                r.psn = psn_add(psn, 1);
-            }
-            return;
-        }
-        if (p.payload_len)
-            pkt_copy_payload(p, m, 0, reinterpret_cast<uint8_t *>(r.write_va + r.write_off),
-                             p.payload_len);
-        r.write_off += p.payload_len;
-        r.in_msg = last ? r.none : r.write;
-        if (last) {
-            if (const immdt *i = p.immdt()) {
-                post_recv_cqe(q, r.wqe_id, wc_status::success, wc_opcode::recv_rdma_with_imm,
-                              uint32_t(r.write_len), wc_with_imm, i->imm_raw(), 0);
-                r.have_wqe = false;
-            }
-            r.msn = psn_add(r.msn, 1);
-        }
-    } else if (info.has(op_flag::read) && rc) {
-        if (!(q->attr.qp_access_flags & access_remote_read)) {
-            nak_fatal(q, aeth_syndrome::nak_invalid_request, psn);
-            return;
-        }
-        const reth *h = p.reth();
-        uint64_t va = h->va(), len = h->dma_length();
-        if (len) {
-            mr *mm;
-            if (mr_check(q->dev->mrs(), h->rkey(), q->pd, access_remote_read, va, len, &mm) !=
-                mr_status::ok) {
-                nak_fatal(q, aeth_syndrome::nak_remote_access_error, psn);
-                return;
-            }
-        }
-        rd_resource *res = alloc_res(q);
-        if (!res) {
-            nak_fatal(q, aeth_syndrome::nak_invalid_request, psn);
-            return;
-        }
-        uint32_t npsn = len == 0 ? 1 : uint32_t((len + q->mtu - 1) / q->mtu);
-        res->type = rd_resource::read;
-        res->first_psn = psn;
-        res->last_psn = psn_add(psn, npsn - 1);
-        res->va = va;
-        res->length = len;
-        res->rkey = h->rkey();
-        res->cur_psn = psn;
-        res->cur_off = 0;
-        res->end_off = len;
-        r.msn = psn_add(r.msn, 1);
-        res->msn = r.msn;
-        r.psn = psn_add(psn, npsn);
-        outq_push(q, res);
-        ++q->cnt.rx_pkts;
-        return;
-    } else if (info.has(op_flag::atomic) && rc) {
-        if (!(q->attr.qp_access_flags & access_remote_atomic)) {
-            nak_fatal(q, aeth_syndrome::nak_invalid_request, psn);
-            return;
-        }
-        const atomic_eth *h = p.atomic_eth();
-        uint64_t va = h->va();
-        /* Atomics need an 8-byte aligned VA, else invalid request (IBTA 9.4.6;
-         * rxe RESPST_ERR_MISALIGNED_ATOMIC). */
-        if (va & 7) {
-            nak_fatal(q, aeth_syndrome::nak_invalid_request, psn);
-            return;
-        }
-        mr *mm;
-        if (mr_check(q->dev->mrs(), h->rkey(), q->pd, access_remote_atomic, va, 8, &mm) !=
-            mr_status::ok) {
-            nak_fatal(q, aeth_syndrome::nak_remote_access_error, psn);
-            return;
-        }
-        rd_resource *res = alloc_res(q);
-        if (!res) {
-            nak_fatal(q, aeth_syndrome::nak_invalid_request, psn);
-            return;
-        }
-        /* Atomic with respect to every QP of the process: host atomics. */
-        uint64_t *target = reinterpret_cast<uint64_t *>(va);
-        uint64_t orig;
-        if (p.opcode == to_u8(ib_opcode::rc_compare_swap)) {
-            orig = h->compare();
-            __atomic_compare_exchange_n(target, &orig, h->swap_add(), false, __ATOMIC_SEQ_CST,
-                                        __ATOMIC_SEQ_CST);
-        } else {
-            orig = __atomic_fetch_add(target, h->swap_add(), __ATOMIC_SEQ_CST);
-        }
-        res->type = rd_resource::atomic;
-        res->first_psn = res->last_psn = psn;
-        res->orig = orig;
-        res->cur_psn = psn;
-        r.msn = psn_add(r.msn, 1);
-        res->msn = r.msn;
-        r.psn = psn_add(psn, 1);
-        outq_push(q, res);
-        ++q->cnt.rx_pkts;
-        return;
-    } else {
-        if (rc) nak_fatal(q, aeth_syndrome::nak_invalid_request, psn);
+    if (!check_op_valid(q, info)) {
+        reject_request(q, p.psn(), invalid_request_nak);
         return;
     }
-
-    ++q->cnt.rx_pkts;
-    q->cnt.rx_bytes += p.payload_len;
-    r.psn = psn_add(psn, 1);
-    if (rc && p.bth()->ack_req())
-        set_ack(q, aeth_syndrome::make_ack(aeth_syndrome::ack_unlimited_credits), psn);
+    if (info.has(op_flag::send))
+        rcv_send(q, p, m);
+    else if (info.has(op_flag::write))
+        rcv_write(q, p, m);
+    else if (info.has(op_flag::read))
+        rcv_read(q, p);
+    else
+        rcv_atomic(q, p);
 }
 
 /* Stream queued READ responses and atomic ACKs, then the coalesced ACK. */
@@ -603,13 +693,13 @@ unsigned resp_process(qp *q, unsigned budget) {
     auto &r = q->resp;
     device *d = q->dev;
     if (q->state == qp_state::err || q->state == qp_state::reset) {
-        r.outq_head = r.outq_tail = 0;
+        r.reply_fifo_head = r.reply_fifo_tail = 0;
         r.ack_pending = false;
         return 0;
     }
     unsigned sent = 0;
-    while (sent < budget && r.outq_tail != r.outq_head) {
-        rd_resource &res = r.res[r.outq[r.outq_tail & r.outq_mask]];
+    while (sent < budget && r.reply_fifo_tail != r.reply_fifo_head) {
+        rd_resource &res = r.res[r.reply_fifo[r.reply_fifo_tail & r.reply_fifo_mask]];
         bth_fields b;
         ext_fields x;
         b.dest_qp = q->attr.dest_qp_num;
@@ -659,12 +749,12 @@ unsigned resp_process(qp *q, unsigned budget) {
         ++sent;
         if (done) {
             res.queued = false;
-            ++r.outq_tail;
+            ++r.reply_fifo_tail;
         } else {
             res.cur_psn = psn_add(res.cur_psn, 1);
         }
     }
-    if (r.outq_tail == r.outq_head && r.ack_pending && sent < budget) {
+    if (r.reply_fifo_tail == r.reply_fifo_head && r.ack_pending && sent < budget) {
         if (send_ack_pkt(q, r.ack_syndrome, r.ack_psn, r.msn)) {
             r.ack_pending = false;
             ++sent;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * QP state machine and attribute validation (IBTA 10.3.1 table 91, as
  * ib_modify_qp_is_ok): required and optional attributes per transition and
- * QP type, value ranges, RESET/ERR from anywhere, query_qp.
+ * QP type, value ranges, RESET/ERR from anywhere, query_qp; and the
+ * transition table itself, every (cur, next, type) cell against table 91.
  */
 #include <vector>
 
@@ -260,6 +261,122 @@ TEST_F(qp_sm, uc_send_error_goes_to_sqe_and_back) {
     ASSERT_EQ(rw.size(), 1u);
     EXPECT_EQ(rw[0].status, wc_status::success);
     EXPECT_FALSE(qp_modify_is_ok(qp_state::sqe, qp_state::rts, qp_type::rc, qp_attr_state));
+}
+
+/* ---- the transition table (qp_state_table via qp_modify_is_ok), cell by
+ * cell, against IBTA 10.3.1 table 91 written out here on its own: every
+ * legal transition with exactly its required attributes is accepted, with
+ * one required attribute missing refused, with each optional one added
+ * accepted, with any other attribute refused; every other (cur, next, type)
+ * is refused whatever the mask. */
+
+constexpr unsigned all_attrs = (qp_attr_dest_qpn << 1) - 1 - qp_attr_state;
+constexpr qp_type all_types[] = {qp_type::rc, qp_type::uc, qp_type::ud};
+constexpr qp_state all_states[] = {qp_state::reset, qp_state::init, qp_state::rtr, qp_state::rts,
+                                   qp_state::sqd,   qp_state::sqe,  qp_state::err};
+
+struct legal_transition {
+    qp_state cur, next;
+    qp_type type;
+    unsigned req, opt;
+};
+
+std::vector<legal_transition> table_91() {
+    using S = qp_state;
+    using T = qp_type;
+    constexpr unsigned PK = qp_attr_pkey_index, PORT = qp_attr_port, ACC = qp_attr_access_flags,
+                       QKEY = qp_attr_qkey, AV = qp_attr_av, MTU = qp_attr_path_mtu,
+                       DQPN = qp_attr_dest_qpn, RQPSN = qp_attr_rq_psn,
+                       DRD = qp_attr_max_dest_rd_atomic, RNRT = qp_attr_min_rnr_timer,
+                       ALT = qp_attr_alt_path, SQPSN = qp_attr_sq_psn, TMO = qp_attr_timeout,
+                       RETRY = qp_attr_retry_cnt, RNR = qp_attr_rnr_retry,
+                       RD = qp_attr_max_qp_rd_atomic, CUR = qp_attr_cur_state,
+                       MIG = qp_attr_path_mig_state, SQD = qp_attr_en_sqd_async_notify;
+    std::vector<legal_transition> v;
+    for (S cur : all_states)
+        for (T t : all_types) {
+            v.push_back({cur, S::reset, t, 0, 0});
+            v.push_back({cur, S::err, t, 0, 0});
+        }
+    v.push_back({S::reset, S::init, T::rc, PK | PORT | ACC, 0});
+    v.push_back({S::reset, S::init, T::uc, PK | PORT | ACC, 0});
+    v.push_back({S::reset, S::init, T::ud, PK | PORT | QKEY, 0});
+    v.push_back({S::init, S::init, T::rc, 0, PK | PORT | ACC});
+    v.push_back({S::init, S::init, T::uc, 0, PK | PORT | ACC});
+    v.push_back({S::init, S::init, T::ud, 0, PK | PORT | QKEY});
+    v.push_back({S::init, S::rtr, T::rc, AV | MTU | DQPN | RQPSN | DRD | RNRT, ALT | ACC | PK});
+    v.push_back({S::init, S::rtr, T::uc, AV | MTU | DQPN | RQPSN, ALT | ACC | PK});
+    v.push_back({S::init, S::rtr, T::ud, 0, PK | QKEY});
+    v.push_back(
+        {S::rtr, S::rts, T::rc, SQPSN | TMO | RETRY | RNR | RD, CUR | ALT | ACC | RNRT | MIG});
+    v.push_back({S::rtr, S::rts, T::uc, SQPSN, CUR | ALT | ACC | MIG});
+    v.push_back({S::rtr, S::rts, T::ud, SQPSN, CUR | QKEY});
+    for (S cur : {S::rts, S::sqd}) {
+        v.push_back({cur, S::rts, T::rc, 0, CUR | ACC | ALT | MIG | RNRT});
+        v.push_back({cur, S::rts, T::uc, 0, CUR | ACC | ALT | MIG});
+        v.push_back({cur, S::rts, T::ud, 0, CUR | QKEY});
+    }
+    for (T t : all_types)
+        v.push_back({S::rts, S::sqd, t, 0, SQD});
+    v.push_back({S::sqd, S::sqd, T::rc, 0,
+                 PK | AV | TMO | RETRY | RNR | RD | DRD | CUR | ALT | ACC | RNRT | MIG});
+    v.push_back({S::sqd, S::sqd, T::uc, 0, PK | AV | CUR | ALT | ACC | MIG});
+    v.push_back({S::sqd, S::sqd, T::ud, 0, PK | QKEY});
+    /* SQE -> RTS: UC and UD only (RC never enters SQE, IBTA 10.3.1.7) */
+    v.push_back({S::sqe, S::rts, T::uc, 0, CUR | ACC});
+    v.push_back({S::sqe, S::rts, T::ud, 0, CUR | QKEY});
+    return v;
+}
+
+TEST(qp_state_table, every_legal_transition_accepted_with_its_attributes) {
+    for (const legal_transition &l : table_91()) {
+        SCOPED_TRACE(::testing::Message() << qp_state_str(l.cur) << " -> " << qp_state_str(l.next)
+                                          << " type " << unsigned(l.type));
+        const unsigned base = qp_attr_state | l.req;
+        EXPECT_TRUE(qp_modify_is_ok(l.cur, l.next, l.type, base));
+        EXPECT_TRUE(qp_modify_is_ok(l.cur, l.next, l.type, base | l.opt));
+        for (unsigned bit = 1; bit & (all_attrs | qp_attr_state); bit <<= 1) {
+            if (bit == qp_attr_state) continue;
+            if (l.req & bit)
+                EXPECT_FALSE(qp_modify_is_ok(l.cur, l.next, l.type, base & ~bit))
+                    << "required attribute " << bit << " missing";
+            else if (l.opt & bit)
+                EXPECT_TRUE(qp_modify_is_ok(l.cur, l.next, l.type, base | bit))
+                    << "optional attribute " << bit;
+            else
+                EXPECT_FALSE(qp_modify_is_ok(l.cur, l.next, l.type, base | bit))
+                    << "attribute " << bit << " not allowed";
+        }
+    }
+}
+
+TEST(qp_state_table, every_other_transition_refused) {
+    const auto legal = table_91();
+    unsigned refused = 0;
+    for (qp_state cur : all_states)
+        for (qp_state next : all_states)
+            for (qp_type t : all_types) {
+                bool is_legal = false;
+                for (const legal_transition &l : legal)
+                    is_legal |= l.cur == cur && l.next == next && l.type == t;
+                if (is_legal) continue;
+                ++refused;
+                SCOPED_TRACE(::testing::Message() << qp_state_str(cur) << " -> "
+                                                  << qp_state_str(next) << " type " << unsigned(t));
+                EXPECT_FALSE(qp_modify_is_ok(cur, next, t, qp_attr_state));
+                EXPECT_FALSE(qp_modify_is_ok(cur, next, t, qp_attr_state | all_attrs));
+                for (unsigned bit = qp_attr_cur_state; bit & all_attrs; bit <<= 1)
+                    EXPECT_FALSE(qp_modify_is_ok(cur, next, t, qp_attr_state | bit));
+            }
+    /* 7 x 7 x 3 cells, of which 42 + 3 + 3 + 3 + 3 + 6 + 3 + 3 + 2 = 68 legal */
+    EXPECT_EQ(refused, 7u * 7u * 3u - 68u);
+}
+
+TEST(qp_state_table, states_and_types_outside_the_enums_refused) {
+    EXPECT_FALSE(qp_modify_is_ok(qp_state(7), qp_state::reset, qp_type::rc, qp_attr_state));
+    EXPECT_FALSE(qp_modify_is_ok(qp_state::reset, qp_state(7), qp_type::rc, qp_attr_state));
+    EXPECT_FALSE(qp_modify_is_ok(qp_state::rts, qp_state::err, qp_type(0), qp_attr_state));
+    EXPECT_FALSE(qp_modify_is_ok(qp_state::rts, qp_state::err, qp_type(5), qp_attr_state));
 }
 
 } // namespace

@@ -93,9 +93,9 @@ class property : public pair_fixture {
             (unsigned long long)wr_id, q->sq_comp, q->req.wqe, q->sq_head, q->req.psn, q->comp.psn,
             q->req.max_psn_sent, (unsigned long long)q->req.offset, q->req.rd_atomic_outstanding);
         qp *r = st.resp->qp;
-        std::printf("resp: ePSN %06x nak_sent %d in_msg %d outq %u..%u ack_pending %d\n",
-                    r->resp.psn, r->resp.nak_sent, int(r->resp.in_msg), r->resp.outq_tail,
-                    r->resp.outq_head, r->resp.ack_pending);
+        std::printf("resp: ePSN %06x nak_sent %d in_msg %d reply_fifo %u..%u ack_pending %d\n",
+                    r->resp.psn, r->resp.nak_sent, int(r->resp.in_msg), r->resp.reply_fifo_tail,
+                    r->resp.reply_fifo_head, r->resp.ack_pending);
         for (const auto &d : qp_counter_table)
             std::printf("  %s req=%llu resp=%llu\n", d.name,
                         (unsigned long long)counter_value(q->cnt, d),
