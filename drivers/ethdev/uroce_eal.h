@@ -53,8 +53,10 @@ struct eal_config {
     unsigned memory_mb = 512;      /* -m when running without hugepages */
     bool pci = false;              /* false: --no-pci (vdevs only) */
     bool telemetry = true;         /* false: --no-telemetry */
-    /* e.g. "error" -> --log-level=error; several, space-separated:
-     * "*:warning lib.telemetry:error"; empty: DPDK's default */
+    /* e.g. "error" -> --log-level=error; several, space-separated, each
+     * its own --log-level (DPDK 22.11: for a log type, the first pattern
+     * that matches wins): "lib.telemetry:error *:warning"; empty: DPDK's
+     * default */
     std::string log_level;
     hugepage_mode hugepages = hugepage_mode::when_available;
 };
