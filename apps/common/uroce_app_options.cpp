@@ -314,10 +314,10 @@ std::unique_ptr<eal_session> start_eal(const std::vector<std::string> &eal_args,
     /* Warnings, without telemetry's "No legacy callbacks, legacy socket
      * not created" on every start (the first pattern that matches wins). */
     c.log_level = "lib.telemetry:error *:warning";
-    auto s = eal_session::start(c, err);
-    if (!s) return nullptr;
+    /* Before EAL: a SIGTERM while it starts ends the app through its
+     * loops, with the session's clean-up, not by the default action. */
     install_signal_handlers();
-    return s;
+    return eal_session::start(c, err);
 }
 
 bool show_progress() {
