@@ -342,7 +342,7 @@ std::string missing_vdev_driver(const std::string &vdev_name) {
         for (const std::string &d : drivers)
             if (d.compare(0, us + 1, vdev_name, 0, us + 1) == 0) shown.push_back(d);
     if (shown.empty()) shown = drivers;
-    std::string msg = "no DPDK driver '" + stem + "' (vdev '" + vdev_name + "')";
+    std::string msg = "no DPDK driver '" + stem + "'";
     if (shown.empty())
         return msg + "; this program has no vdev drivers (is DPDK's PMD directory "
                      "there? EAL loads drivers from it)";

@@ -113,10 +113,10 @@ rte_mempool *make_pktmbuf_pool(const std::string &name, unsigned n_mbufs, uint16
  * in the program and in each DPDK library loaded: drivers without PCI
  * ids), sorted. */
 std::vector<std::string> vdev_driver_names();
-/* Why rte_vdev_init(name) found no driver, for an error message: "no DPDK
- * driver 'net_foo' (vdev 'net_foo0'); vdev drivers here: net_af_packet,
- * ..."; empty when a driver of this process matches the name (the driver
- * itself refused the device). */
+/* Why rte_vdev_init(vdev_name) found no driver, for an error message:
+ * "no DPDK driver 'net_foo'; vdev drivers this build has: net_af_packet,
+ * ..." for net_foo0; empty when a driver of this process matches the name
+ * (the driver itself refused the device). */
 std::string missing_vdev_driver(const std::string &vdev_name);
 
 } // namespace uroce

@@ -90,7 +90,7 @@ bool ethdev_port::setup(const ethdev_config &cfg, std::string &err) {
             if (int rc = rte_vdev_init(vdev_name_.c_str(), vdev_args.c_str()); rc != 0) {
                 /* No driver of that name: DPDK says only ENOTSUP. */
                 if (std::string missing = missing_vdev_driver(vdev_name_); !missing.empty()) {
-                    err = missing;
+                    err = "cannot create vdev '" + full + "': " + missing;
                     return false;
                 }
                 std::snprintf(msg, sizeof(msg),

@@ -80,9 +80,9 @@ usage "unsupported" "rdma_cm is not supported" "$perf" write_bw -R
 
 # run failures
 if run "unknown vdev" 1 "$pp" --vdev net_foo0 --ip 10.0.0.1/24; then
-  if grep -q "no DPDK driver 'net_foo' (vdev 'net_foo0')" "$tmp/err" && grep -q 'net_ring' "$tmp/err" &&
+  if grep -q "cannot create vdev 'net_foo0': no DPDK driver 'net_foo'; " "$tmp/err" && grep -q 'net_ring' "$tmp/err" &&
     grep -q 'net_memif' "$tmp/err"; then
-    ok "unknown vdev: $(grep -o "no DPDK driver[^;]*" "$tmp/err")"
+    ok "unknown vdev: $(grep -o "cannot create vdev[^;]*" "$tmp/err")"
   else
     bad "unknown vdev: the message does not name the driver and the drivers there are"
   fi
