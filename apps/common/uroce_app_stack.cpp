@@ -122,158 +122,12 @@ void register_telemetry() {
         "Counters of a uroce stack (port, engine, device, QP totals). Parameters: stack name");
 }
 
-bool parse_mac(std::string_view text, rte_ether_addr &out) {
-    auto m = mac_addr::parse(text);
-    if (!m) return false;
-    std::memcpy(out.addr_bytes, m->b.data(), 6);
-    return true;
-}
-
 } // namespace
 
-bool eal_init(int &argc, char **&argv, std::string &err, const char *memory_mb) {
-    int sep = -1;
-    for (int i = 1; i < argc; i++)
-        if (std::strcmp(argv[i], "--") == 0) {
-            sep = i;
-            break;
-        }
-    static std::string prefix = "uroce-" + std::to_string(getpid());
-    static std::vector<char *> eal_argv;
-    eal_argv.clear();
-    eal_argv.push_back(argv[0]);
-    if (sep > 0) {
-        for (int i = 1; i < sep; i++)
-            eal_argv.push_back(argv[i]);
-    } else {
-        static const char *defaults[] = {"--no-huge",    "-m", nullptr, "--no-pci",
-                                         "--no-shconf",  "-l", "0",     "--log-level=*:warning",
-                                         "--file-prefix"};
-        defaults[2] = memory_mb;
-        /* --shards N: one lcore per shard, lcores 0..N-1. */
-        static std::string lcores;
-        for (int i = 1; i + 1 < argc; i++)
-            if (std::strcmp(argv[i], "--shards") == 0 && std::atoi(argv[i + 1]) > 1) {
-                lcores = "0-" + std::to_string(std::atoi(argv[i + 1]) - 1);
-                defaults[6] = lcores.c_str();
-            }
-        for (const char *a : defaults)
-            eal_argv.push_back(const_cast<char *>(a));
-        eal_argv.push_back(prefix.data());
-    }
-    int rc = rte_eal_init(int(eal_argv.size()), eal_argv.data());
-    if (rc < 0) {
-        err = std::string("DPDK EAL init failed: ") + rte_strerror(rte_errno);
-        return false;
-    }
-    if (sep > 0) {
-        argv[sep] = argv[0];
-        argv += sep;
-        argc -= sep;
-    }
+void install_signal_handlers() {
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
     std::signal(SIGUSR1, on_signal);
-    return true;
-}
-
-int parse_stack_option(int argc, char **argv, int i, stack_options &o, std::string &err) {
-    std::string_view a = argv[i];
-    auto value = [&](const char *what) -> const char * {
-        if (i + 1 >= argc) {
-            err = std::string(argv[i]) + " needs " + what;
-            return nullptr;
-        }
-        return argv[i + 1];
-    };
-    if (a == "--vdev") {
-        const char *v = value("a vdev spec, e.g. net_af_packet0,iface=veth0");
-        if (!v) return -1;
-        o.vdev = v;
-        return 2;
-    }
-    if (a == "--port-id") {
-        const char *v = value("a port number");
-        if (!v) return -1;
-        char *end;
-        long n = std::strtol(v, &end, 10);
-        if (*end || n < 0 || n >= RTE_MAX_ETHPORTS) {
-            err = std::string("--port-id: '") + v + "' is not a port number";
-            return -1;
-        }
-        o.port_id = int(n);
-        return 2;
-    }
-    if (a == "--ip") {
-        const char *v = value("an address, e.g. 10.77.0.1/24");
-        if (!v) return -1;
-        o.ips.emplace_back(v);
-        return 2;
-    }
-    if (a == "--mac") {
-        const char *v = value("a MAC address");
-        if (!v) return -1;
-        rte_ether_addr m;
-        if (!parse_mac(v, m)) {
-            err = std::string("--mac: '") + v + "' is not a MAC address";
-            return -1;
-        }
-        o.mac = m;
-        return 2;
-    }
-    if (a == "--mtu") {
-        const char *v = value("a link MTU");
-        if (!v) return -1;
-        char *end;
-        long n = std::strtol(v, &end, 10);
-        if (*end || n < 576 || n > 65535) {
-            err = std::string("--mtu: '") + v + "' is not an MTU (576..65535)";
-            return -1;
-        }
-        o.mtu = uint32_t(n);
-        return 2;
-    }
-    if (a == "--shards") {
-        const char *v = value("a number of shards (one lcore each)");
-        if (!v) return -1;
-        char *end;
-        long n = std::strtol(v, &end, 10);
-        if (*end || n < 1 || n > long(RTE_MAX_LCORE) || n > long(max_shards)) {
-            err = std::string("--shards: '") + v + "' is not a number of shards";
-            return -1;
-        }
-        o.shards = unsigned(n);
-        return 2;
-    }
-    if (a == "--pcap") {
-        const char *v = value("a file name");
-        if (!v) return -1;
-        o.pcap = v;
-        return 2;
-    }
-    return 0;
-}
-
-bool split_stack_options(int argc, char **argv, stack_options &o, std::vector<char *> &rest,
-                         std::string &err) {
-    rest.assign(1, argv[0]);
-    for (int i = 1; i < argc;) {
-        int used = parse_stack_option(argc, argv, i, o, err);
-        if (used < 0) return false;
-        if (used == 0) rest.push_back(argv[i++]);
-        i += used;
-    }
-    return true;
-}
-
-const char *stack_options_help() {
-    return "  --vdev SPEC          DPDK vdev to attach to (default net_ring pair / see app)\n"
-           "  --port-id N          an existing DPDK port\n"
-           "  --ip ADDR[/LEN]      local IPv4/IPv6 address (repeatable)\n"
-           "  --mac MAC            the port's MAC address\n"
-           "  --mtu N              link MTU to ask the PMD for\n"
-           "  --pcap FILE          capture every frame in and out to FILE\n"
-           "  --shards N           N shards (engine, device, port queues), one per lcore\n";
 }
 
 std::unique_ptr<stack> stack::create(const stack_options &o, std::string &err) {
@@ -286,7 +140,7 @@ std::unique_ptr<stack> stack::create(const stack_options &o, std::string &err) {
         err = "no port: give --vdev SPEC or --port-id N";
         return nullptr;
     }
-    pc.mtu = o.mtu;
+    pc.mtu = o.link_mtu;
     pc.mac = o.mac;
     if (o.shards > 1) {
         if (o.shards > rte_lcore_count()) {
@@ -306,16 +160,10 @@ std::unique_ptr<stack> stack::create(const stack_options &o, std::string &err) {
 
     /* TX frames are single mbufs of a whole frame (the transport builds them
      * in one pass): size the pool's rooms for the largest frame. */
-    const uint32_t room = st->port_->caps().max_frame_len + RTE_PKTMBUF_HEADROOM;
-    std::string pool_name = "tx_" + o.name;
-    st->tx_pool_ =
-        rte_pktmbuf_pool_create(pool_name.c_str(), 8191 * o.shards, 256, 0,
-                                uint16_t(std::min<uint32_t>(room, 65535)), int(rte_socket_id()));
-    if (!st->tx_pool_) {
-        err = "cannot create the TX mbuf pool (" + std::to_string(room) +
-              "-byte mbufs): " + rte_strerror(rte_errno) + "; give EAL more memory (-m)";
-        return nullptr;
-    }
+    const uint32_t frame =
+        std::min<uint32_t>(st->port_->caps().max_frame_len, UINT16_MAX - RTE_PKTMBUF_HEADROOM);
+    st->tx_pool_ = make_pktmbuf_pool("tx_" + o.name, 8191 * o.shards, uint16_t(frame), err);
+    if (!st->tx_pool_) return nullptr;
 
     local_addr_table addrs;
     addrs.set_mac(mac_addr::from_bytes(st->port_->mac()));

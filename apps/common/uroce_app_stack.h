@@ -3,20 +3,9 @@
  * addresses, neighbours, the engine, the transport device, --pcap, counters
  * (printed on exit and on SIGUSR1, exposed through DPDK telemetry).
  *
- * Command line of every app:
- *   APP [EAL options --] [stack options] [app options] [server]
- * Without EAL options the apps run on this kind of machine as is:
- *   --no-huge -m 512 --no-pci --no-shconf -l 0 --file-prefix uroce-<pid>
- * Stack options:
- *   --vdev SPEC      DPDK vdev to attach to (e.g. net_af_packet0,iface=veth0)
- *   --port-id N      an existing DPDK port (a NIC probed by EAL)
- *   --ip ADDR[/LEN]  a local IPv4/IPv6 address (repeatable; GID index 0 is the
- *                    MAC's fe80:: address, 1.. the IPv4 addresses, as on rxe)
- *   --mac MAC        the port's MAC (ports without one: net_ring, net_pcap)
- *   --mtu N          link MTU to ask the PMD for
- *   --pcap FILE      write every frame in and out to FILE
- *   --shards N       N shards (engine + device + port queues), one per lcore
- *                    (lib/engine/uroce_shard.h); EAL needs N lcores (-l 0,1)
+ * The apps' command line (EAL options, stack options such as --vdev, --ip,
+ * --link-mtu, --shards) is parsed by uroce_app_options.h; EAL is started
+ * by start_eal() there (uroce_eal.h).
  */
 #ifndef UROCE_APP_STACK_H
 #define UROCE_APP_STACK_H
@@ -33,11 +22,11 @@
 #include <string>
 #include <vector>
 
+#include <uroce/capture.h>
+#include <uroce/eal.h>
 #include <uroce/engine.h>
 #include <uroce/ethdev.h>
-#include <uroce/ethdev.h>
 #include <uroce/neigh.h>
-#include <uroce/capture.h>
 #include <uroce/shard.h>
 #include <uroce/verbs.h>
 
@@ -46,17 +35,15 @@ namespace uroce::app {
 /* Set by SIGINT/SIGTERM; loops check it and end cleanly. */
 extern std::atomic<bool> stop_requested;
 
-/* rte_eal_init with the arguments before "--", or with the defaults above
- * when there is no "--". Shifts argc/argv to the app's own options (argv[0]
- * kept). Returns false with err set. Also installs the signal handlers. */
-bool eal_init(int &argc, char **&argv, std::string &err, const char *memory_mb = "512");
+/* SIGINT/SIGTERM set stop_requested, SIGUSR1 asks for a counter dump. */
+void install_signal_handlers();
 
 struct stack_options {
     std::string vdev;
     int port_id = -1;
     std::vector<std::string> ips;
     std::optional<rte_ether_addr> mac;
-    uint32_t mtu = 0;
+    uint32_t link_mtu = 0; /* 0: the PMD's */
     std::string pcap;
     std::string name = "uroce"; /* telemetry and pool names */
     unsigned shards = 1;
@@ -65,15 +52,6 @@ struct stack_options {
      * false: the app launches its own loops (uroce-perf's loopback does). */
     bool run_shard_lcores = true;
 };
-
-/* Consumes a stack option at argv[i] (and its value); returns 0 when argv[i]
- * is not one, the number of arguments consumed, or -1 with err set. */
-int parse_stack_option(int argc, char **argv, int i, stack_options &o, std::string &err);
-const char *stack_options_help();
-/* Takes every stack option out of argv into o; rest gets argv[0] and the
- * app's own arguments, in order, for getopt. False with err set. */
-bool split_stack_options(int argc, char **argv, stack_options &o, std::vector<char *> &rest,
-                         std::string &err);
 
 class stack {
   public:

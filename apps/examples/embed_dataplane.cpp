@@ -13,7 +13,7 @@
  * (uroce_work_channel.h; doc/api-guide.md section 8), while the dataplane
  * loop keeps running and serves the channel.
  *
- *   embed_dataplane            (no arguments: EAL runs without hugepages)
+ *   embed_dataplane            (no arguments: uroce_eal.h's EAL defaults)
  */
 #include <pthread.h>
 #include <unistd.h>
@@ -23,15 +23,16 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
-#include <rte_eal.h>
 #include <rte_eth_ring.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
+#include <uroce/eal.h>
 #include <uroce/engine.h>
 #include <uroce/neigh.h>
 #include <uroce/verbs.h>
@@ -110,23 +111,32 @@ struct host {
 
 } // namespace
 
-int main(int argc, char **argv) {
-    const char *eal[] = {argv[0], "--no-huge", "-m",
-                         "256",   "--no-pci",  "--no-shconf",
-                         "-l",    "0",         "--log-level=*:warning"};
-    (void)argc;
-    if (rte_eal_init(int(std::size(eal)), const_cast<char **>(eal)) < 0) {
-        std::fprintf(stderr, "embed_dataplane: EAL init failed\n");
+int main() {
+    /* 0. DPDK, started the documented way (uroce_eal.h): uroce's defaults
+     * run anywhere, on free hugepages or without them (--no-huge -m 256),
+     * on lcore 0, without PCI; the session ends EAL and removes its runtime
+     * directory when it goes. With your own EAL arguments: ec.args. */
+    eal_config ec;
+    ec.memory_mb = 256;
+    ec.log_level = "lib.telemetry:error *:warning";
+    std::string err;
+    std::unique_ptr<eal_session> eal = eal_session::start(ec, err);
+    if (!eal) {
+        std::fprintf(stderr, "embed_dataplane: %s\n", err.c_str());
         return 1;
     }
-    rte_mempool *pool = rte_pktmbuf_pool_create("embed", 8191, 256, 0, RTE_PKTMBUF_HEADROOM + 9100,
-                                                int(rte_socket_id()));
+    /* Mbufs that hold a whole jumbo frame each: uroce builds a frame in one. */
+    rte_mempool *pool = make_pktmbuf_pool("embed", 8191, jumbo_frame_room, err);
+    if (!pool) {
+        std::fprintf(stderr, "embed_dataplane: %s\n", err.c_str());
+        return 1;
+    }
     rte_ring *ab = rte_ring_create("embed_ab", 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
     rte_ring *ba = rte_ring_create("embed_ba", 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
     int pa = rte_eth_from_rings("embed_a", &ba, 1, &ab, 1, 0);
     int pb = rte_eth_from_rings("embed_b", &ab, 1, &ba, 1, 0);
-    if (!pool || pa < 0 || pb < 0) {
-        std::fprintf(stderr, "embed_dataplane: cannot create the mbuf pool or the ring pair\n");
+    if (!ab || !ba || pa < 0 || pb < 0) {
+        std::fprintf(stderr, "embed_dataplane: cannot create the ring pair\n");
         return 1;
     }
     for (int p : {pa, pb}) { /* the dataplane configures its ports as it always does */
@@ -307,6 +317,5 @@ int main(int argc, char **argv) {
             (unsigned long)ch->serve_counters().served.load());
         if (!app_ok || !same) rc = 1;
     }
-    rte_eal_cleanup();
-    return rc;
+    return rc; /* ~eal_session: rte_eal_cleanup, runtime directory removed */
 }

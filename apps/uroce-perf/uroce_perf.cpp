@@ -15,8 +15,9 @@
  * core (no NIC, no hugepages), after measuring the bare ring's packet rate
  * as the ceiling, and prints a table per test (default: send_bw, write_bw
  * and read_bw at 64, 4096 and 65536 bytes).
+ *
+ * Exit status: 0 success, 1 the run failed, 2 the command line is wrong.
  */
-#include <getopt.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -35,13 +36,18 @@
 #include <rte_ring.h>
 
 #include "perf_endpoint.h"
+#include "uroce_app_options.h"
 #include "uroce_app_stack.h"
 
 namespace uroce::perf {
 namespace {
 
+/* EAL memory without hugepages: two stacks' pools in --loopback. */
+constexpr unsigned memory_mb = 1024;
+
 struct options {
     app::stack_options stack;
+    std::vector<std::string> eal_args;
     std::vector<std::pair<verb, test_kind>> tests;
     perf_params p;
     std::vector<uint64_t> sizes;
@@ -76,201 +82,111 @@ bool parse_test(const std::string &name, verb &v, test_kind &k) {
     return false;
 }
 
-void usage(const char *argv0) {
-    std::printf(
-        "Usage:\n"
-        "  %s [EAL options --] TEST [options]            server side\n"
-        "  %s [EAL options --] TEST [options] <server>   client side\n"
-        "  %s [EAL options --] --loopback [TEST...]       both ends here, over a net_ring pair\n\n"
-        "TEST: send_bw write_bw read_bw atomic_bw send_lat write_lat read_lat atomic_lat\n\n"
-        "Options (perftest's):\n"
-        "%s"
-        "  -s, --size=<size>       message size (default 65536; lat 2)\n"
-        "  -a, --all               all sizes 2..2^23\n"
-        "  -n, --iters=<n>         iterations per QP (default 5000 bw, 1000 lat)\n"
-        "  -D, --duration=<sec>    run for a time instead of -n\n"
-        "  -q, --qp=<n>            number of QPs (default 1)\n"
-        "  -m, --mtu=<mtu>         path MTU (default: the port's)\n"
-        "  -t, --tx-depth=<n>      outstanding WRs per QP (default 128)\n"
-        "  -o, --outs=<n>          outstanding READs/atomics (default 16)\n"
-        "  -x, --gid-index=<idx>   local GID index (default: the first IPv4 GID)\n"
-        "  -p, --port=<port>       TCP port of the exchange (default 18515)\n"
-        "  -F, --CPU-freq          accepted (uroce measures with a monotonic clock)\n"
-        "      --report_gbits      bandwidth in Gb/s\n"
-        "      --timeout=<sec>     give up on a silent peer after this long (default 10)\n",
-        argv0, argv0, argv0, app::stack_options_help());
-}
+constexpr const char *test_names =
+    "send_bw, write_bw, read_bw, atomic_bw, send_lat, write_lat, read_lat, atomic_lat";
 
+/* The command line: the stack's and the tools' common options (one parser
+ * for both apps, uroce_app_options.h), then perftest's own. Returns -1 to
+ * go on, or the exit code. */
 int parse_args(int argc, char **argv, options &o) {
-    std::vector<char *> rest;
-    std::string err;
-    if (!app::split_stack_options(argc, argv, o.stack, rest, err)) {
-        std::fprintf(stderr, "%s: %s\n", argv[0], err.c_str());
-        return 2;
+    app::command_line cl(
+        "uroce-perf",
+        "Usage:\n"
+        "  uroce-perf [EAL options --] TEST [options]            server side\n"
+        "  uroce-perf [EAL options --] TEST [options] <server>   client side\n"
+        "  uroce-perf [EAL options --] --loopback [TEST...] [options]\n"
+        "                                both ends here, over a net_ring pair\n\n"
+        "TEST: send_bw write_bw read_bw atomic_bw send_lat write_lat read_lat atomic_lat\n"
+        "(ib_write_bw and so on too). perftest's tests on uroce: the other side can be\n"
+        "perftest's own ib_<TEST> (same TCP exchange, QP attributes and output).\n");
+    app::add_stack_options(cl, o.stack);
+    cl.section("Options (perftest's)");
+    app::tool_options t;
+    app::add_tool_options(cl, t,
+                          {1u << 23, 5, "message size (default 65536; lat 2)",
+                           "iterations per QP (default 5000 bw, 1000 lat)",
+                           "IB path MTU: 256, 512, 1024, 2048 or 4096 (default: the\n"
+                           "largest the port carries)"});
+    cl.add(app::flag_option("all", 'a', "all sizes 2..2^23", o.all_sizes));
+    cl.add(app::number_option("duration", 'D', "sec", "run for a time instead of -n", 1, 3600,
+                              [&o](long n) { o.p.duration_s = double(n); }));
+    cl.add(app::number_option("qp", 'q', "n", "number of QPs (default 1)", 1, 64,
+                              [&o](long n) { o.p.num_qps = int(n); }));
+    cl.add(app::number_option("tx-depth", 't', "n", "outstanding WRs per QP (default 128)", 1, 4096,
+                              [&o](long n) { o.p.tx_depth = uint32_t(n); }));
+    cl.add(app::number_option("outs", 'o', "n", "outstanding READs/atomics (default 16)", 1, 128,
+                              [&o](long n) { o.p.out_reads = uint8_t(n); }));
+    cl.add(app::number_option("gid-index", 'x', "idx",
+                              "local GID index (default: the first IPv4 GID)", 0, 255,
+                              [&o](long n) { o.gidx = int(n); }));
+    bool cpu_freq = false;
+    cl.add(app::flag_option("CPU-freq", 'F', "accepted (uroce measures with a monotonic clock)",
+                            cpu_freq));
+    cl.add(app::flag_option("report_gbits", 0, "bandwidth in Gb/s", o.report_gbits));
+    cl.add({"connection", 'c', "type", "connection type: RC only",
+            [](const char *v, std::string &err) {
+                if (std::strcmp(v, "RC") == 0) return true;
+                err = app::quoted(v) + ": only RC is supported";
+                return false;
+            }});
+    cl.add({"bidirectional", 'b', "", "not supported yet", [](const char *, std::string &err) {
+                err = "bidirectional runs are not supported yet";
+                return false;
+            }});
+    cl.add({"rdma_cm", 'R', "", "not supported: uroce uses the TCP exchange",
+            [](const char *, std::string &err) {
+                err = "rdma_cm is not supported: use the TCP exchange (no -R)";
+                return false;
+            }});
+    cl.section("uroce-perf's own");
+    cl.add(app::flag_option("loopback", 0, "both ends in this process over a net_ring pair",
+                            o.loopback));
+    cl.epilogue(app::apps_epilogue(memory_mb));
+    if (int rc = cl.finish(cl.parse(argc, argv)); rc >= 0) return rc;
+
+    o.eal_args = cl.eal_args();
+    o.tcp_port = t.tcp_port;
+    o.timeout_s = t.timeout_s;
+    if (t.path_mtu) o.p.path_mtu = *t.path_mtu;
+    if (t.size) {
+        o.sizes = {*t.size};
+        o.size_given = true;
     }
-    enum { opt_gbits = 1000, opt_loopback, opt_timeout };
-    static const option long_options[] = {
-        {"size", required_argument, nullptr, 's'},
-        {"all", no_argument, nullptr, 'a'},
-        {"iters", required_argument, nullptr, 'n'},
-        {"duration", required_argument, nullptr, 'D'},
-        {"qp", required_argument, nullptr, 'q'},
-        {"mtu", required_argument, nullptr, 'm'},
-        {"tx-depth", required_argument, nullptr, 't'},
-        {"outs", required_argument, nullptr, 'o'},
-        {"gid-index", required_argument, nullptr, 'x'},
-        {"port", required_argument, nullptr, 'p'},
-        {"ib-dev", required_argument, nullptr, 'd'},
-        {"CPU-freq", no_argument, nullptr, 'F'},
-        {"report_gbits", no_argument, nullptr, opt_gbits},
-        {"loopback", no_argument, nullptr, opt_loopback},
-        {"timeout", required_argument, nullptr, opt_timeout},
-        {"help", no_argument, nullptr, 'h'},
-        {"bidirectional", no_argument, nullptr, 'b'},
-        {"rdma_cm", no_argument, nullptr, 'R'},
-        {"connection", required_argument, nullptr, 'c'},
-        {nullptr, 0, nullptr, 0},
-    };
-    int rargc = int(rest.size());
-    rest.push_back(nullptr);
-    optind = 1;
-    long v;
-    auto number = [&](const char *what, long lo, long hi) {
-        char *end;
-        v = std::strtol(optarg, &end, 0);
-        if (*end || v < lo || v > hi) {
-            std::fprintf(stderr, "uroce-perf: %s: '%s' is not in %ld..%ld\n", what, optarg, lo, hi);
-            return false;
-        }
-        return true;
-    };
-    bool iters_given = false;
-    for (int c; (c = getopt_long(rargc, rest.data(), "s:an:D:q:m:t:o:x:p:d:Fhbrc:R", long_options,
-                                 nullptr)) != -1;) {
-        switch (c) {
-        case 's':
-            if (!number("size", 1, 1 << 23)) return 2;
-            o.sizes = {uint64_t(v)};
-            o.size_given = true;
-            break;
-        case 'a':
-            o.all_sizes = true;
-            break;
-        case 'n':
-            if (!number("iters", 5, 1 << 30)) return 2;
-            o.p.iters = uint64_t(v);
-            iters_given = true;
-            break;
-        case 'D':
-            if (!number("duration", 1, 3600)) return 2;
-            o.p.duration_s = double(v);
-            break;
-        case 'q':
-            if (!number("qp", 1, 64)) return 2;
-            o.p.num_qps = int(v);
-            break;
-        case 'm':
-            if (!number("mtu", 256, 4096)) return 2;
-            switch (v) {
-            case 256:
-                o.p.path_mtu = mtu::mtu_256;
-                break;
-            case 512:
-                o.p.path_mtu = mtu::mtu_512;
-                break;
-            case 1024:
-                o.p.path_mtu = mtu::mtu_1024;
-                break;
-            case 2048:
-                o.p.path_mtu = mtu::mtu_2048;
-                break;
-            case 4096:
-                o.p.path_mtu = mtu::mtu_4096;
-                break;
-            default:
-                std::fprintf(stderr, "uroce-perf: mtu: %ld is not 256..4096 in powers of 2\n", v);
-                return 2;
-            }
-            break;
-        case 't':
-            if (!number("tx-depth", 1, 4096)) return 2;
-            o.p.tx_depth = uint32_t(v);
-            break;
-        case 'o':
-            if (!number("outs", 1, 128)) return 2;
-            o.p.out_reads = uint8_t(v);
-            break;
-        case 'x':
-            if (!number("gid-index", 0, 255)) return 2;
-            o.gidx = int(v);
-            break;
-        case 'p':
-            if (!number("port", 1, 65535)) return 2;
-            o.tcp_port = uint16_t(v);
-            break;
-        case 'd':
-        case 'F':
-            break;
-        case opt_gbits:
-            o.report_gbits = true;
-            break;
-        case opt_loopback:
-            o.loopback = true;
-            break;
-        case opt_timeout:
-            if (!number("timeout", 1, 86400)) return 2;
-            o.timeout_s = uint32_t(v);
-            break;
-        case 'b':
-            std::fprintf(stderr, "uroce-perf: -b (bidirectional) is not supported yet\n");
-            return 2;
-        case 'R':
-            std::fprintf(
-                stderr,
-                "uroce-perf: -R (rdma_cm) is not supported: use the TCP exchange (no -R)\n");
-            return 2;
-        case 'c':
-            if (std::strcmp(optarg, "RC") != 0) {
-                std::fprintf(stderr, "uroce-perf: -c %s: only RC is supported\n", optarg);
-                return 2;
-            }
-            break;
-        case 'h':
-            usage(argv[0]);
-            return 1;
-        default:
-            usage(argv[0]);
-            return 2;
-        }
-    }
-    for (int i = optind; i < rargc; i++) {
+    const auto &pos = cl.positional();
+    for (size_t i = 0; i < pos.size(); i++) {
         verb tv;
         test_kind tk;
-        if (parse_test(rest[size_t(i)], tv, tk))
+        if (parse_test(pos[i], tv, tk))
             o.tests.push_back({tv, tk});
-        else if (o.server.empty() && !o.loopback && i == rargc - 1 && !o.tests.empty())
-            o.server = rest[size_t(i)];
-        else {
-            std::fprintf(stderr,
-                         "uroce-perf: '%s' is not a test (send_bw, write_bw, read_bw, atomic_bw, "
-                         "send_lat, write_lat, read_lat, atomic_lat)\n",
-                         rest[size_t(i)]);
-            return 2;
-        }
+        else if (o.server.empty() && !o.loopback && i == pos.size() - 1 && !o.tests.empty())
+            o.server = pos[i];
+        else
+            return cl.usage_error(app::quoted(pos[i].c_str()) + " is not a test (" + test_names +
+                                  ")");
     }
     if (o.loopback && o.tests.empty())
         o.tests = {
             {verb::send, test_kind::bw}, {verb::write, test_kind::bw}, {verb::read, test_kind::bw}};
-    if (o.tests.empty()) {
-        usage(argv[0]);
-        return 2;
-    }
-    if (!o.loopback && o.tests.size() > 1) {
-        std::fprintf(stderr, "uroce-perf: one test per run against a peer\n");
-        return 2;
+    if (o.tests.empty()) return cl.usage_error(std::string("no test: give one of ") + test_names);
+    if (o.loopback) {
+        for (auto [op, kind] : o.tests)
+            if (kind != test_kind::bw)
+                return cl.usage_error("--loopback runs bandwidth tests only");
+        if (o.p.num_qps < int(o.stack.shards))
+            return cl.usage_error("--shards " + std::to_string(o.stack.shards) +
+                                  " needs at least as many QPs (-q " +
+                                  std::to_string(o.stack.shards) + ")");
+    } else {
+        if (o.tests.size() > 1) return cl.usage_error("one test per run against a peer");
+        /* The QPs of a run against a peer live on the stack's thread (the
+         * control runner hands it every verbs call): shard 0 only. */
+        if (o.stack.shards > 1) return cl.usage_error("--shards is for --loopback runs");
+        if (o.stack.ips.empty()) return cl.usage_error("no local address: give --ip ADDR[/LEN]");
+        if (o.stack.vdev.empty() && o.stack.port_id < 0)
+            return cl.usage_error("no port: give --vdev SPEC or --port-id N (or --loopback)");
     }
     const bool lat = o.tests[0].second == test_kind::lat;
-    if (!iters_given) o.p.iters = lat ? 1000 : 5000;
+    o.p.iters = t.iters ? *t.iters : lat ? 1000 : 5000;
     if (o.all_sizes) {
         o.sizes.clear();
         for (uint64_t s = 2; s <= (1u << 23); s *= 2)
@@ -283,7 +199,7 @@ int parse_args(int argc, char **argv, options &o) {
     for (uint64_t s : o.sizes)
         o.p.max_size = std::max(o.p.max_size, s);
     o.p.max_size = std::max<uint64_t>(o.p.max_size, 64);
-    return 0;
+    return -1;
 }
 
 /* ---------------------------------------------------------------- loopback */
@@ -358,11 +274,6 @@ void print_fanout(const app::stack &a, const app::stack &b) {
 int run_loopback(options &o) {
     std::string err;
     const unsigned n_shards = o.stack.shards;
-    if (o.p.num_qps < int(n_shards)) {
-        std::fprintf(stderr, "uroce-perf: --shards %u needs at least as many QPs (-q %u)\n",
-                     n_shards, n_shards);
-        return 2;
-    }
     /* With shards every shard sends on its own TX queue into the one ring
      * (multi-producer); the peer's single RX queue is read by its shard 0. */
     const unsigned flags = n_shards > 1 ? RING_F_SC_DEQ : RING_F_SP_ENQ | RING_F_SC_DEQ;
@@ -432,10 +343,6 @@ int run_loopback(options &o) {
 
     int rc = 0;
     for (auto [op, kind] : o.tests) {
-        if (kind != test_kind::bw) {
-            std::fprintf(stderr, "uroce-perf: --loopback runs bandwidth tests only\n");
-            return 2;
-        }
         perf_params p = o.p;
         p.op = op;
         p.kind = kind;
@@ -486,11 +393,13 @@ int run_loopback(options &o) {
         for (uint64_t size : o.sizes) {
             if (op == verb::atomic && size != 8) size = 8;
             bw_result r;
-            const bool tty = isatty(STDERR_FILENO);
+            /* On a terminal only: logs and pipes get the results alone. */
+            const bool tty = app::show_progress();
             auto on_progress = [&](double frac) {
-                std::fprintf(stderr, tty ? "\r  %s %lu B: %3.0f%%" : "  %s %lu B: %3.0f%%\n",
-                             verb_title(op, kind), (unsigned long)size, frac * 100);
-                std::fflush(stderr);
+                if (!tty) return;
+                std::printf("\r  %s %lu B: %3.0f%%", verb_title(op, kind), (unsigned long)size,
+                            frac * 100);
+                std::fflush(stdout);
             };
             std::string e;
             if (n_shards == 1) {
@@ -524,7 +433,7 @@ int run_loopback(options &o) {
                     if (e.empty()) e = jobs[j].err;
                 }
             }
-            if (tty) std::fprintf(stderr, "\r%60s\r", "");
+            if (tty) std::printf("\r%60s\r", "");
             for (unsigned k = 0; k < n_shards && e.empty(); k++) {
                 if (!serr[k].empty()) e = serr[k];
                 if (e.empty()) e = servers[k]->check_data(*clients[k], size);
@@ -559,16 +468,6 @@ int run_loopback(options &o) {
 
 int run_remote(options &o) {
     std::string err;
-    if (o.stack.shards > 1) {
-        /* The QPs of a run against a peer live on the stack's thread (the
-         * control runner hands it every verbs call): shard 0 only. */
-        std::fprintf(stderr, "uroce-perf: --shards is for --loopback runs\n");
-        return 2;
-    }
-    if (o.stack.ips.empty()) {
-        std::fprintf(stderr, "uroce-perf: no local address: give --ip ADDR[/LEN]\n");
-        return 2;
-    }
     auto st = app::stack::create(o.stack, err);
     if (!st) {
         std::fprintf(stderr, "uroce-perf: %s\n", err.c_str());
@@ -582,8 +481,9 @@ int run_remote(options &o) {
     if (o.gidx >= 0) {
         auto g = st->addrs().gid_at(size_t(o.gidx));
         if (!g) {
-            std::fprintf(stderr, "uroce-perf: no GID at index %d\n", o.gidx);
-            return 2;
+            std::fprintf(stderr, "uroce-perf: -x %d: no GID at that index (%zu GIDs)\n", o.gidx,
+                         st->addrs().gid_count());
+            return app::exit_usage;
         }
         our_gid = *g;
     } else {
@@ -722,15 +622,15 @@ int run_remote(options &o) {
 
 int main(int argc, char **argv) {
     using namespace uroce;
-    std::string err;
-    if (!app::eal_init(argc, argv, err, "1024")) {
-        std::fprintf(stderr, "uroce-perf: %s\n", err.c_str());
-        return 1;
-    }
     perf::options o;
-    if (int rc = perf::parse_args(argc, argv, o)) return rc == 1 ? 0 : rc;
+    /* The whole command line first: --help and usage errors before EAL. */
+    if (int rc = perf::parse_args(argc, argv, o); rc >= 0) return rc;
+    std::string err;
+    auto eal = app::start_eal(o.eal_args, o.stack.shards, perf::memory_mb, err);
+    if (!eal) {
+        std::fprintf(stderr, "uroce-perf: %s\n", err.c_str());
+        return app::exit_failure;
+    }
     srand48(long(getpid()) * long(time(nullptr)));
-    int rc = o.loopback ? perf::run_loopback(o) : perf::run_remote(o);
-    rte_eal_cleanup();
-    return rc;
+    return o.loopback ? perf::run_loopback(o) : perf::run_remote(o);
 }

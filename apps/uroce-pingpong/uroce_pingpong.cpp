@@ -8,9 +8,9 @@
  * ud_pingpong.c, pingpong.c in rdma-core's libibverbs/examples).
  *
  *   uroce-pingpong [EAL options --] --vdev SPEC --ip ADDR [options] [server]
+ *
+ * Exit status: 0 success, 1 the run failed, 2 the command line is wrong.
  */
-#include <getopt.h>
-
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -24,6 +24,7 @@
 #include <rte_eal.h>
 
 #include "pingpong_oob.h"
+#include "uroce_app_options.h"
 #include "uroce_app_stack.h"
 
 namespace uroce::app {
@@ -33,8 +34,12 @@ constexpr uint64_t recv_wrid = 1, send_wrid = 2; /* PINGPONG_RECV_WRID / PINGPON
 constexpr uint32_t ud_qkey = 0x11111111;         /* ud_pingpong.c */
 constexpr uint32_t grh_len = 40;                 /* UD receive buffers start with the GRH */
 
+/* EAL memory without hugepages. */
+constexpr unsigned memory_mb = 512;
+
 struct options {
     stack_options stack;
+    std::vector<std::string> eal_args;
     std::string server;
     uint16_t tcp_port = oob::default_port;
     uint32_t size = 4096;
@@ -49,176 +54,74 @@ struct options {
     uint32_t timeout_s = 10;
 };
 
-void usage(const char *argv0) {
-    std::printf(
-        "Usage:\n"
-        "  %s [EAL options --] [options]            start a server and wait for connection\n"
-        "  %s [EAL options --] [options] <host>     connect to server at <host>\n\n"
-        "Options:\n"
-        "%s"
-        "  -p, --port=<port>      listen on/connect to port <port> (default 18515)\n"
-        "  -d, --ib-dev=<dev>     accepted for compatibility; the port is --vdev/--port-id\n"
-        "  -i, --ib-port=<port>   use port <port> of the device (only 1)\n"
-        "  -s, --size=<size>      size of message to exchange (default 4096, UD 1024)\n"
-        "  -m, --mtu=<size>       path MTU (default 1024; UD: the port's)\n"
-        "  -r, --rx-depth=<dep>   number of receives to post at a time (default 500)\n"
-        "  -n, --iters=<iters>    number of exchanges (default 1000)\n"
-        "  -l, --sl=<sl>          service level value\n"
-        "  -e, --events           accepted; uroce polls\n"
-        "  -g, --gid-idx=<idx>    local port gid index (1 is the first IPv4 address, as on rxe)\n"
-        "  -c, --chk              validate received buffer\n"
-        "      --ud               UD mode, as ibv_ud_pingpong\n"
-        "      --timeout=<sec>    give up when the peer is silent this long (default 10)\n",
-        argv0, argv0, stack_options_help());
-}
-
-bool parse_mtu(long v, mtu &out) {
-    switch (v) {
-    case 256:
-        out = mtu::mtu_256;
-        return true;
-    case 512:
-        out = mtu::mtu_512;
-        return true;
-    case 1024:
-        out = mtu::mtu_1024;
-        return true;
-    case 2048:
-        out = mtu::mtu_2048;
-        return true;
-    case 4096:
-        out = mtu::mtu_4096;
-        return true;
-    default:
-        return false;
-    }
-}
-
-/* Returns 0 to go on, or the exit code. */
+/* The command line: the stack's and the tools' common options (one parser
+ * for both apps, uroce_app_options.h), then ibv_rc_pingpong's own. Returns
+ * -1 to go on, or the exit code. */
 int parse_args(int argc, char **argv, options &o) {
-    std::vector<char *> rest;
-    std::string err;
-    if (!split_stack_options(argc, argv, o.stack, rest, err)) {
-        std::fprintf(stderr, "%s: %s\n", argv[0], err.c_str());
-        return 2;
-    }
-    static const option long_options[] = {
-        {"port", required_argument, nullptr, 'p'},
-        {"ib-dev", required_argument, nullptr, 'd'},
-        {"ib-port", required_argument, nullptr, 'i'},
-        {"size", required_argument, nullptr, 's'},
-        {"mtu", required_argument, nullptr, 'm'},
-        {"rx-depth", required_argument, nullptr, 'r'},
-        {"iters", required_argument, nullptr, 'n'},
-        {"sl", required_argument, nullptr, 'l'},
-        {"events", no_argument, nullptr, 'e'},
-        {"gid-idx", required_argument, nullptr, 'g'},
-        {"chk", no_argument, nullptr, 'c'},
-        {"ud", no_argument, nullptr, 'U'},
-        {"timeout", required_argument, nullptr, 'T'},
-        {"help", no_argument, nullptr, 'h'},
-        {"odp", no_argument, nullptr, 'o'},
-        {"ts", no_argument, nullptr, 't'},
-        {"dm", no_argument, nullptr, 'j'},
-        {nullptr, 0, nullptr, 0},
-    };
-    int rargc = int(rest.size());
-    rest.push_back(nullptr);
-    optind = 1;
-    bool size_given = false;
-    auto number = [&](const char *what, long lo, long hi, long &out) {
-        char *end;
-        out = std::strtol(optarg, &end, 0);
-        if (*end || out < lo || out > hi) {
-            std::fprintf(stderr, "%s: %s: '%s' is not in %ld..%ld\n", argv[0], what, optarg, lo,
-                         hi);
+    command_line cl(
+        "uroce-pingpong",
+        "Usage:\n"
+        "  uroce-pingpong [EAL options --] [options]          start a server and wait "
+        "for connection\n"
+        "  uroce-pingpong [EAL options --] [options] <host>   connect to server at "
+        "<host>\n\n"
+        "rdma-core's ibv_rc_pingpong (and ibv_ud_pingpong with --ud) on uroce: the same\n"
+        "options, TCP exchange and output, so the other side can be the stock tool.\n");
+    add_stack_options(cl, o.stack);
+    cl.section("Options (ibv_rc_pingpong's)");
+    tool_options t;
+    add_tool_options(cl, t,
+                     {1u << 30, 1, "size of message to exchange (default 4096, UD 1024)",
+                      "number of exchanges (default 1000)",
+                      "path MTU: 256, 512, 1024, 2048 or 4096 (default 1024)"});
+    cl.add(number_option("ib-port", 'i', "port", "use port <port> of the device (only 1)", 1, 1,
+                         [](long) {}));
+    cl.add(number_option("rx-depth", 'r', "dep",
+                         "number of receives to post at a time (default 500)", 1, 65536,
+                         [&o](long n) { o.rx_depth = uint32_t(n); }));
+    cl.add(number_option("sl", 'l', "sl", "service level value", 0, 15,
+                         [&o](long n) { o.sl = uint8_t(n); }));
+    bool events = false;
+    cl.add(flag_option("events", 'e', "accepted; uroce polls", events));
+    cl.add(number_option("gid-idx", 'g', "idx",
+                         "local port gid index (1 is the first IPv4 address, as on rxe)", 0, 255,
+                         [&o](long n) { o.gidx = int(n); }));
+    cl.add(flag_option("chk", 'c', "validate received buffer", o.validate));
+    cl.add(flag_option("ud", 0, "UD mode, as ibv_ud_pingpong", o.ud));
+    auto unsupported = [](const char *what) {
+        return [what](const char *, std::string &err) {
+            err = std::string(what) + " is not supported by uroce";
             return false;
-        }
-        return true;
+        };
     };
-    long v;
-    for (int c; (c = getopt_long(rargc, rest.data(), "p:d:i:s:m:r:n:l:eg:cotjh", long_options,
-                                 nullptr)) != -1;) {
-        switch (c) {
-        case 'p':
-            if (!number("port", 1, 65535, v)) return 2;
-            o.tcp_port = uint16_t(v);
-            break;
-        case 'd':
-            break;
-        case 'i':
-            if (!number("ib-port", 1, 1, v)) return 2;
-            break;
-        case 's':
-            if (!number("size", 1, 1 << 30, v)) return 2;
-            o.size = uint32_t(v);
-            size_given = true;
-            break;
-        case 'm':
-            if (!number("mtu", 256, 4096, v)) return 2;
-            if (!parse_mtu(v, o.path_mtu)) {
-                std::fprintf(stderr, "%s: mtu: %ld is not 256, 512, 1024, 2048 or 4096\n", argv[0],
-                             v);
-                return 2;
-            }
-            o.mtu_given = true;
-            break;
-        case 'r':
-            if (!number("rx-depth", 1, 65536, v)) return 2;
-            o.rx_depth = uint32_t(v);
-            break;
-        case 'n':
-            if (!number("iters", 1, 1 << 30, v)) return 2;
-            o.iters = uint32_t(v);
-            break;
-        case 'l':
-            if (!number("sl", 0, 15, v)) return 2;
-            o.sl = uint8_t(v);
-            break;
-        case 'e':
-            break;
-        case 'g':
-            if (!number("gid-idx", 0, 255, v)) return 2;
-            o.gidx = int(v);
-            break;
-        case 'c':
-            o.validate = true;
-            break;
-        case 'U':
-            o.ud = true;
-            break;
-        case 'T':
-            if (!number("timeout", 1, 86400, v)) return 2;
-            o.timeout_s = uint32_t(v);
-            break;
-        case 'o':
-        case 't':
-        case 'j':
-            std::fprintf(stderr,
-                         "%s: -%c (ODP, timestamps, device memory) is not supported by uroce\n",
-                         argv[0], c);
-            return 2;
-        case 'h':
-            usage(argv[0]);
-            return 1;
-        default:
-            usage(argv[0]);
-            return 2;
-        }
+    cl.add({"odp", 'o', "", "on-demand paging: not supported", unsupported("ODP")});
+    cl.add({"ts", 't', "", "completion timestamps: not supported", unsupported("timestamps")});
+    cl.add({"dm", 'j', "", "device memory: not supported", unsupported("device memory")});
+    cl.epilogue(apps_epilogue(memory_mb));
+    if (int rc = cl.finish(cl.parse(argc, argv)); rc >= 0) return rc;
+
+    o.eal_args = cl.eal_args();
+    o.tcp_port = t.tcp_port;
+    o.timeout_s = t.timeout_s;
+    if (t.size) o.size = uint32_t(*t.size);
+    if (t.iters) o.iters = uint32_t(*t.iters);
+    if (t.path_mtu) {
+        o.path_mtu = *t.path_mtu;
+        o.mtu_given = true;
     }
-    if (optind == rargc - 1)
-        o.server = rest[size_t(optind)];
-    else if (optind < rargc) {
-        usage(argv[0]);
-        return 2;
-    }
+    const auto &pos = cl.positional();
+    if (pos.size() > 1) return cl.usage_error("one server address at most, got '" + pos[1] + "'");
+    if (pos.size() == 1) o.server = pos[0];
+    if (o.stack.ips.empty()) return cl.usage_error("no local address: give --ip ADDR[/LEN]");
+    if (o.stack.vdev.empty() && o.stack.port_id < 0)
+        return cl.usage_error("no port: give --vdev SPEC or --port-id N");
     /* What ibv_ud_pingpong really uses: rdma-core 44's binary starts with
      * size = 1024 although its usage text says 2048 (objdump of
      * ibverbs-utils 44.0-2; rxe's frames carry 1024 B). The receiver posts
      * size + 40 bytes, so a bigger default here overruns rxe's buffer and it
      * completes the receive with IBV_WC_LOC_QP_OP_ERR. */
-    if (o.ud && !size_given) o.size = 1024;
-    return 0;
+    if (o.ud && !t.size) o.size = 1024;
+    return -1;
 }
 
 class pingpong {
@@ -538,26 +441,23 @@ class pingpong {
 
 int main(int argc, char **argv) {
     using namespace uroce::app;
-    std::string err;
-    if (!eal_init(argc, argv, err)) {
-        std::fprintf(stderr, "uroce-pingpong: %s\n", err.c_str());
-        return 1;
-    }
     options o;
-    if (int rc = parse_args(argc, argv, o)) return rc == 1 ? 0 : rc;
-    if (o.stack.ips.empty()) {
-        std::fprintf(stderr, "uroce-pingpong: no local address: give --ip ADDR[/LEN]\n");
-        return 2;
+    /* The whole command line first: --help and usage errors before EAL. */
+    if (int rc = parse_args(argc, argv, o); rc >= 0) return rc;
+    std::string err;
+    auto eal = start_eal(o.eal_args, o.stack.shards, memory_mb, err);
+    if (!eal) {
+        std::fprintf(stderr, "uroce-pingpong: %s\n", err.c_str());
+        return exit_failure;
     }
     srand48(long(getpid()) * long(time(nullptr)));
     auto st = stack::create(o.stack, err);
     if (!st) {
         std::fprintf(stderr, "uroce-pingpong: %s\n", err.c_str());
-        return 1;
+        return exit_failure;
     }
     int rc = pingpong(*st, o).run();
     st->print_counters(stderr);
     st.reset();
-    rte_eal_cleanup();
     return rc;
 }

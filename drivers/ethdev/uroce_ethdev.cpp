@@ -10,6 +10,7 @@
 #include <rte_errno.h>
 #include <rte_mbuf.h>
 
+#include <uroce/eal.h>
 #include <uroce/shard.h>
 
 namespace uroce {
@@ -86,9 +87,15 @@ bool ethdev_port::setup(const ethdev_config &cfg, std::string &err) {
         vdev_name_ = full.substr(0, full.find(','));
         vdev_args = full.find(',') == std::string::npos ? "" : full.substr(full.find(',') + 1);
         if (rte_eth_dev_get_port_by_name(vdev_name_.c_str(), &port_id_) != 0) {
-            if (rte_vdev_init(vdev_name_.c_str(), vdev_args.c_str()) != 0) {
-                std::snprintf(msg, sizeof(msg), "cannot create vdev '%s': %s", full.c_str(),
-                              rte_strerror(rte_errno));
+            if (int rc = rte_vdev_init(vdev_name_.c_str(), vdev_args.c_str()); rc != 0) {
+                /* No driver of that name: DPDK says only ENOTSUP. */
+                if (std::string missing = missing_vdev_driver(vdev_name_); !missing.empty()) {
+                    err = "cannot create vdev '" + full + "': " + missing;
+                    return false;
+                }
+                std::snprintf(msg, sizeof(msg),
+                              "cannot create vdev '%s': %s (the driver's log says why)",
+                              full.c_str(), rte_strerror(rc < 0 ? -rc : rte_errno));
                 err = msg;
                 return false;
             }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * The app stack's DPDK telemetry, over the real socket.
  *
- * EAL comes up through app::eal_init() with the apps' own defaults (no "--":
- * --no-huge, --no-shconf, --file-prefix uroce-<pid>, telemetry left on), so
+ * EAL comes up through app::start_eal() with the apps' own defaults (no EAL
+ * arguments: uroce_eal.h's, --file-prefix uroce-<pid>, telemetry left on), so
  * this checks that those defaults keep the telemetry socket. Two stacks on
  * a crossed net_ring pair resolve each other (ARP) and run RC SENDs; then
  * the test connects to <runtime dir>/dpdk_telemetry.v2 (SOCK_SEQPACKET, as
@@ -24,6 +24,7 @@
 #include <rte_eth_ring.h>
 #include <rte_ring.h>
 
+#include "uroce_app_options.h"
 #include "uroce_app_stack.h"
 #include "rc_connect.h"
 
@@ -33,13 +34,14 @@ namespace {
 class env : public ::testing::Environment {
   public:
     void SetUp() override {
-        static char arg0[] = "uroce_app_stack_test";
-        static char *argv_store[] = {arg0, nullptr};
-        int argc = 1;
-        char **argv = argv_store;
         std::string err;
-        ASSERT_TRUE(eal_init(argc, argv, err)) << err;
+        eal_ = start_eal({}, 1, 512, err);
+        ASSERT_TRUE(eal_) << err;
     }
+    void TearDown() override { eal_.reset(); }
+
+  private:
+    std::unique_ptr<eal_session> eal_;
 };
 const auto *const env_ = ::testing::AddGlobalTestEnvironment(new env);
 

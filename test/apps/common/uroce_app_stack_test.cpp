@@ -3,7 +3,8 @@
  * over a net_ring pair, one of them with two shards: an RC QP on shard 1
  * reached through shard 0's fan-out (net_ring has no RSS), data checked;
  * and shard 1 run by the stack on lcore 1 while the test's thread uses
- * shard 0. EAL gets two lcores (-l 0,1); at most two threads poll.
+ * shard 0. EAL (an eal_session, uroce_eal.h) gets two lcores (-l 0,1); at
+ * most two threads poll.
  */
 #include <gtest/gtest.h>
 
@@ -20,6 +21,7 @@
 #include <rte_lcore.h>
 #include <rte_ring.h>
 
+#include "uroce_app_options.h"
 #include "uroce_app_stack.h"
 #include "rc_connect.h"
 
@@ -29,25 +31,40 @@ namespace {
 class eal_two_lcores : public ::testing::Environment {
   public:
     void SetUp() override {
-        const char *argv[] = {
-            "uroce_app_stack_test", "--no-huge",      "-m", "512", "--no-pci",
-            "--no-shconf",          "--no-telemetry", "-l", "0,1", "--log-level=*:warning"};
-        ASSERT_GE(rte_eal_init(int(std::size(argv)), const_cast<char **>(argv)), 0)
-            << "rte_eal_init: " << rte_strerror(rte_errno);
+        eal_config c;
+        c.hugepages = hugepage_mode::never;
+        c.lcores = "0,1";
+        c.telemetry = false;
+        c.log_level = "*:warning";
+        std::string err;
+        eal_ = eal_session::start(c, err);
+        ASSERT_TRUE(eal_) << err;
     }
+    void TearDown() override { eal_.reset(); }
+
+  private:
+    std::unique_ptr<eal_session> eal_;
 };
 const auto *const env = ::testing::AddGlobalTestEnvironment(new eal_two_lcores);
 
 TEST(stack_options, shards) {
-    stack_options o;
-    std::string err;
-    const char *ok[] = {"app", "--shards", "2"};
-    EXPECT_EQ(parse_stack_option(3, const_cast<char **>(ok), 1, o, err), 2);
-    EXPECT_EQ(o.shards, 2u);
+    for (const char *good : {"--shards=2", "--shards"}) {
+        stack_options o;
+        command_line cl("app", "");
+        add_stack_options(cl, o);
+        const char *argv[] = {"app", good, "2"};
+        const int argc = std::strchr(good, '=') ? 2 : 3;
+        ASSERT_EQ(cl.parse(argc, const_cast<char **>(argv)), command_line::result::run)
+            << cl.error();
+        EXPECT_EQ(o.shards, 2u);
+    }
     for (const char *bad : {"0", "x", "2x", "100000"}) {
+        stack_options o;
+        command_line cl("app", "");
+        add_stack_options(cl, o);
         const char *argv[] = {"app", "--shards", bad};
-        EXPECT_EQ(parse_stack_option(3, const_cast<char **>(argv), 1, o, err), -1) << bad;
-        EXPECT_NE(err.find("--shards"), std::string::npos) << err;
+        EXPECT_EQ(cl.parse(3, const_cast<char **>(argv)), command_line::result::usage_error) << bad;
+        EXPECT_NE(cl.error().find("--shards"), std::string::npos) << cl.error();
     }
 }
 
