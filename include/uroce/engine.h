@@ -99,12 +99,13 @@ struct engine_counters {
     uint64_t idle_polls = 0; /* polls that received and sent nothing */
 };
 
-class engine final : public netdev {
+/* Exported whole: a user constructs and destroys it, so its vtable is theirs too. */
+class UROCE_API engine final : public netdev {
   public:
     static constexpr uint16_t burst = 32;
 
     /* out: where frames go (the port); capture: optional --pcap writer. */
-    UROCE_API explicit engine(netdev &out, pcap_writer *capture = nullptr);
+    explicit engine(netdev &out, pcap_writer *capture = nullptr);
 
     /* The transport and the neighbour code it drives; the device must have
      * been opened with this engine as its netdev (device_config::dev). */
@@ -114,19 +115,19 @@ class engine final : public netdev {
     }
 
     /* Hand received frames in; every mbuf is consumed. */
-    UROCE_API void rx_burst(rte_mbuf **pkts, uint16_t n);
+    void rx_burst(rte_mbuf **pkts, uint16_t n);
     /* Progress without input; returns the frames sent since the last call. */
-    UROCE_API unsigned poll();
+    unsigned poll();
 
     /* netdev: frames from the transport (and neighbour replies) go out here. */
-    UROCE_API uint16_t tx_burst(rte_mbuf **pkts, uint16_t n) override;
+    uint16_t tx_burst(rte_mbuf **pkts, uint16_t n) override;
     const uint8_t *mac() const override { return out_.mac(); }
     netdev_caps caps() const override { return out_.caps(); }
 
     const engine_counters &counters() const { return cnt_; }
     device *dev() const { return dev_; }
     neigh *neighbours() const { return neigh_; }
-    UROCE_API uint64_t now_ns() const;
+    uint64_t now_ns() const;
 
   private:
     netdev &out_;
