@@ -10,8 +10,8 @@
  *   captures it (--pcap) and hands it to the real port.
  *
  * It knows no NIC: its input is whatever the owner hands to rx_burst() and
- * its output a netdev. drivers/ethdev runs it over a DPDK port
- * (ethdev_engine_run); a custom dataplane calls rx_burst() and poll() from
+ * its output a netdev. <uroce/ethdev.h> runs it over a DPDK port
+ * (ethdev_engine_poll); a custom dataplane calls rx_burst() and poll() from
  * its own loop and gives its own netdev for output.
  */
 #ifndef UROCE_ENGINE_H

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * The driver interface: everything the transport needs from a NIC.
  *
- * The transport knows nothing of any one NIC. A driver (drivers/memlink, the
- * DPDK ethdev driver of issue #4, ...) implements this class; the owner of a
- * device runs the receive side itself:
+ * The transport knows nothing of any one NIC. A driver (the DPDK ethdev
+ * driver, <uroce/ethdev.h>; the in-memory test link, drivers/memlink; a
+ * custom dataplane's own port) implements this class, and an engine
+ * (<uroce/engine.h>) runs the receive side over it:
  *
  *     n = driver.rx_burst(pkts, 32);   // however the driver receives
- *     dev->rx_burst(pkts, n);          // the device consumes (frees) them
- *     dev->poll();                     // send queues, timers, ACK flush
+ *     eng.rx_burst(pkts, n);           // classified, handed to the device (which frees them)
+ *     eng.poll();                      // send queues, timers, ACK flush
  *
  * Contract for tx_burst: the driver takes ownership of the first k mbufs it
  * accepts (returns k) and frees them when sent; the caller keeps (and the

@@ -1,19 +1,25 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * uroce verbs: a libibverbs-shaped API over the userspace RoCEv2 transport.
  *
- * Porting from libibverbs is a rename: ibv_post_send -> uroce::post_send,
- * struct ibv_send_wr -> uroce::send_wr, IBV_WC_SUCCESS -> wc_status::success,
- * IBV_ACCESS_REMOTE_WRITE -> access_remote_write, ... Every enum keeps the
- * numeric value of its ibverbs twin (rdma-core libibverbs/verbs.h), so values
- * can cross a wire or a log unchanged.
+ * The names follow libibverbs without the ibv_ prefix (ibv_post_send ->
+ * uroce::post_send, struct ibv_send_wr -> uroce::send_wr, IBV_WC_SUCCESS ->
+ * wc_status::success, IBV_ACCESS_REMOTE_WRITE -> access_remote_write, ...),
+ * and every enum keeps the numeric value of its ibverbs twin (rdma-core
+ * libibverbs/verbs.h), so values can cross a wire or a log unchanged. Code
+ * written against ibverbs still needs the differences below; unmodified
+ * binaries are the business of compat/ (a drop-in libibverbs).
  *
  * Differences from libibverbs, all deliberate:
  *  - errors are typed (verbs_error, whose values are the errno ibverbs would
  *    return) instead of errno / -1;
- *  - there is no kernel: the owner drives progress with device::rx_burst()
- *    and device::poll() (see uroce_device.h), on the same thread that posts
- *    and polls (run-to-completion, one thread per device);
- *  - an address handle carries the destination MAC (no neighbour resolution).
+ *  - there is no kernel: an engine (<uroce/engine.h>) drives the device's
+ *    progress from the owner's loop, on the same thread that posts and polls
+ *    (run-to-completion, one thread per device; other threads go through a
+ *    work channel, <uroce/work_channel.h>);
+ *  - an address handle carries the destination MAC (the caller resolves it,
+ *    e.g. with <uroce/neigh.h>);
+ *  - the opened device is uroce::device (ibv_context's role); open_device()
+ *    takes its driver, mbuf pool and GID table in device_config.
  */
 #ifndef UROCE_VERBS_H
 #define UROCE_VERBS_H

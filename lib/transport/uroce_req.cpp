@@ -153,7 +153,8 @@ bool req_has_work(const qp *q) {
 }
 
 /* Go-back-N (IBTA 9.7.5.2: after a timeout or a NAK the requester resends
- * from the first unacknowledged PSN; research-anchors C6). Packets are rebuilt from the WQEs. */
+ * from the first unacknowledged PSN, as rxe_req.c's req_retry). Packets are
+ * rebuilt from the WQEs. */
 void req_reposition(qp *q) {
     q->req.wqe = q->sq_comp;
     q->req.psn = q->comp.psn;

@@ -153,7 +153,8 @@ struct icrc_case {
 
 std::vector<icrc_case> make_icrc_cases() {
     std::vector<icrc_case> v;
-    /* research-anchors C5 vector 1: IPv4 UC SEND_ONLY, 60 bytes + ICRC. */
+    /* scapy's roce.uts vector (test/golden/published-vectors.pcap): IPv4 UC SEND_ONLY, 60 bytes
+     * + ICRC. */
     v.push_back({"ipv4_send_60B",
                  from_hex("45010040047840004011b4d5c0a80007c0a80007c00012b7002c0000"
                           "2460ffff000000d300cf17104630818be28935d90e9a95505401be885e500000")});

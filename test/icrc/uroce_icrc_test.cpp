@@ -104,7 +104,7 @@ TEST(icrc, seed_is_register_after_eight_ff) {
 }
 
 /* Vector 1: scapy test/contrib/roce.uts "RoCE layer", IPv4 UC SEND_ONLY,
- * IP header through ICRC (research-anchors.md C5). */
+ * IP header through ICRC (also in test/golden/published-vectors.pcap). */
 TEST(icrc, vector1_scapy_uc_send_only) {
     const bytes pkt =
         from_hex("45010040 04784000 4011b4d5 c0a80007 c0a80007 c00012b7 002c0000"

@@ -57,8 +57,8 @@ TEST(build, every_golden_packet_rebuilds_byte_for_byte) {
         }
         EXPECT_TRUE(err.empty()) << err;
     }
-    /* 689 rxe packets (shared/notes/rxe-peer.md) + 2 published vectors, counted independently with
-     * scapy. */
+    /* 689 rxe packets (the captures in test/golden/) + 2 published vectors, counted independently
+     * with scapy. */
     EXPECT_EQ(rebuilt, 691u);
 }
 
