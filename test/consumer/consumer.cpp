@@ -111,8 +111,8 @@ int main() {
     std::vector<uint8_t> src(len), dst(len), back(len);
     for (size_t i = 0; i < len; i++)
         src[i] = uint8_t(i * 7 + 3);
-    const unsigned rw = uroce::access_local_write | uroce::access_remote_write |
-                        uroce::access_remote_read;
+    const unsigned rw =
+        uroce::access_local_write | uroce::access_remote_write | uroce::access_remote_read;
     uroce::mr *m_src = uroce::reg_mr(pd, src.data(), len, rw);
     uroce::mr *m_dst = uroce::reg_mr(pd, dst.data(), len, rw);
     uroce::mr *m_back = uroce::reg_mr(pd, back.data(), len, rw);
