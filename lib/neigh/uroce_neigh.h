@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * Neighbour subsystem: ARP + IPv6 ND neighbour cache, and the responder for
- * ARP, ICMP echo, ICMPv6 echo and NS/NA. The local address / GID table is in
- * uroce_local_addr.h.
+ * Neighbour subsystem, public API: the ARP + IPv6 ND neighbour cache and the
+ * responder for ARP, ICMP echo, ICMPv6 echo, NS/NA and MLD, behind class
+ * neigh; its configuration, events and counters. The port's own addresses
+ * (mac_addr, local_addr_table) are in uroce_local_addr.h, included here.
+ * Everything else in lib/neigh is internal (see doc/neigh.md, "Files").
  *
  * Driver-independent: it works on rte_mbufs handed in by the poll-mode engine
  * and hands back frames to transmit. Single-threaded by design (one instance
@@ -20,22 +22,22 @@
 #ifndef UROCE_NEIGH_H
 #define UROCE_NEIGH_H
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <optional>
-#include <string_view>
+#include <type_traits>
 
 #include "uroce_gid.h"
 #include "uroce_local_addr.h"
-#include "uroce_neigh_hdr.h"
 
 struct rte_mbuf;
 struct rte_mempool;
 
 namespace uroce {
+
+class neigh_proto; /* the implementation (internal: uroce_neigh_proto.h) */
 
 /* ================================================================ counters */
 
@@ -244,9 +246,9 @@ class neigh {
     neigh &operator=(const neigh &) = delete;
 
     /* The address table may be changed between bursts (not during). */
-    local_addr_table &addrs() { return addrs_; }
-    const local_addr_table &addrs() const { return addrs_; }
-    const neigh_config &config() const { return cfg_; }
+    local_addr_table &addrs();
+    const local_addr_table &addrs() const;
+    const neigh_config &config() const;
 
     /* ---- receive path */
 
@@ -293,10 +295,12 @@ class neigh {
     void flush(); /* all dynamic entries */
 
     std::optional<neigh_entry_view> lookup(const gid &ip) const;
-    size_t size() const { return n_entries_; }
+    size_t size() const;
+    /* fn(const neigh_entry_view &) for every entry, in table order. */
     template <typename Fn> void for_each(Fn &&fn) const {
-        for (uint32_t i = 0; i < cfg_.max_entries; i++)
-            if (entries_[i].state != neigh_state::none) fn(view(entries_[i]));
+        using F = std::remove_reference_t<Fn>;
+        visit([](void *ctx, const neigh_entry_view &v) { (*static_cast<F *>(ctx))(v); },
+              const_cast<void *>(static_cast<const void *>(std::addressof(fn))));
     }
     void dump(FILE *f) const; /* like `ip neigh` */
 
@@ -305,116 +309,24 @@ class neigh {
     /* Advance time (monotonic ns), send pending requests and parked frames,
      * retransmit, expire. Appends at most tx_cap - n_tx frames to tx_out. */
     void poll(uint64_t now_ns, rte_mbuf **tx_out, uint16_t &n_tx, uint16_t tx_cap);
-    uint64_t now() const { return now_; }
+    uint64_t now() const;
 
     /* (Re)announce all addresses, e.g. after the address table or the MAC
      * changed (RFC 4861 7.2.6): announce_count rounds from the next poll(),
      * and the MLD state-change reports for the (new) solicited-node groups. */
     void announce();
 
-    const neigh_counters &counters() const { return ctr_; }
-    uint64_t drops(neigh_drop d) const { return drops_[size_t(d)]; }
+    const neigh_counters &counters() const;
+    uint64_t drops(neigh_drop d) const;
     uint64_t drops_total() const;
     void dump_counters(FILE *f) const; /* non-zero counters and drops */
 
-    /* One's-complement checksum helpers (exposed for tests and the engine).
-     * Sum (not complemented, folded to 16 bits) of len bytes from offset off
-     * of an mbuf chain; odd-length segments handled (RFC 1071 2(B)). */
-    static uint16_t mbuf_sum(const rte_mbuf *m, uint32_t off, uint32_t len);
-    /* ICMPv6 pseudo-header sum (RFC 8200 8.1 / RFC 4443 2.3), unfolded. */
-    static uint32_t ipv6_pseudo_sum(const uint8_t *src16, const uint8_t *dst16, uint32_t len,
-                                    uint8_t next_header);
-
   private:
-    struct entry {
-        gid ip;
-        mac_addr mac;
-        neigh_state state = neigh_state::none;
-        uint8_t probes = 0;    /* solicitations sent in this state */
-        bool queued = false;   /* on the urgent list */
-        uint32_t next = 0;     /* hash chain / free list */
-        uint64_t deadline = 0; /* state timer */
-        uint64_t updated = 0;  /* last confirmation / learning */
-        rte_mbuf *held = nullptr;
-    };
-    static constexpr uint32_t nil = UINT32_MAX;
-    static constexpr uint32_t urgent_cap = 64;
+    void visit(void (*fn)(void *ctx, const neigh_entry_view &v), void *ctx) const;
 
-    static neigh_entry_view view(const entry &e) {
-        return {e.ip, e.mac, e.state, e.probes, e.deadline, e.updated};
-    }
-
-    /* cache */
-    uint32_t bucket_of(const gid &ip) const;
-    entry *find(const gid &ip);
-    const entry *find(const gid &ip) const;
-    entry *create(const gid &ip, bool may_evict);
-    void destroy(entry *e);
-    void arm(entry *e, uint64_t deadline);
-    void set_state(entry *e, neigh_state s);
-    uint64_t reachable_deadline();
-    /* Record a MAC learned from the wire; fires events. */
-    void set_mac(entry *e, const mac_addr &mac, neigh_state s);
-    void fire(neigh_event ev, const entry *e);
-    void learn_new(const gid &ip, const mac_addr &mac, neigh_state s);
-    void fail(entry *e);
-    void drop_held(entry *e);
-
-    /* rx */
-    enum class verdict : uint8_t { reply, consumed, drop };
-    verdict conflict(const gid &ours, const mac_addr &theirs);
-    verdict handle_arp(rte_mbuf *m, uint8_t *l2, size_t l2_len);
-    verdict handle_ipv4(rte_mbuf *m, size_t l2_len);
-    verdict handle_ipv6(rte_mbuf *m, size_t l2_len);
-    verdict handle_ns(rte_mbuf *m, size_t l2_len, uint32_t icmp_len);
-    verdict handle_na(rte_mbuf *m, size_t l2_len, uint32_t icmp_len);
-    verdict drop(neigh_drop d) {
-        drops_[size_t(d)]++;
-        drop_reason_ = d;
-        return verdict::drop;
-    }
-
-    /* tx */
-    rte_mbuf *alloc_frame(uint32_t l3_len, const mac_addr &dst, uint16_t et, uint8_t *&p,
-                          size_t &l2);
-    rte_mbuf *build_arp_request(const mac_addr &dst, uint32_t spa, uint32_t tpa);
-    rte_mbuf *build_nd(uint8_t type, const mac_addr &dst_mac, const gid &src, const gid &dst,
-                       const gid &target, uint32_t na_flags);
-    rte_mbuf *build_request(entry *e, bool unicast);
-    void emit_announcements(rte_mbuf **tx_out, uint16_t &n_tx, uint16_t tx_cap);
-    size_t mld_groups(gid *out) const;
-    rte_mbuf *build_mld(const gid &dst, uint32_t icmp_len, uint8_t *&icmp);
-    bool emit_mld(rte_mbuf **tx_out, uint16_t &n_tx, uint16_t tx_cap, uint8_t record_type);
-    verdict handle_mld(rte_mbuf *m, size_t l2, uint32_t icmp_off, uint32_t icmp_len);
-    void emit_due(entry *e, rte_mbuf **tx_out, uint16_t &n_tx, uint16_t tx_cap);
-    void scan(rte_mbuf **tx_out, uint16_t &n_tx, uint16_t tx_cap);
-
-    neigh_config cfg_;
-    local_addr_table addrs_;
-    std::unique_ptr<entry[]> entries_;
-    std::unique_ptr<uint32_t[]> buckets_;
-    uint32_t bucket_mask_ = 0;
-    uint32_t free_head_ = nil;
-    uint32_t n_entries_ = 0;
-    std::array<uint32_t, urgent_cap> urgent_{};
-    uint32_t n_urgent_ = 0;
-    bool held_pending_ = false; /* some resolved entry has a parked frame */
-    uint64_t now_ = 0;
-    uint64_t next_scan_ = UINT64_MAX; /* earliest deadline (lower bound) */
-    uint64_t scan_not_before_ = 0;    /* timer_granularity_ns rate limit */
-    uint64_t rng_;
-    uint16_t ip_id_ = 0;
-    uint8_t announce_left_ = 0;
-    uint64_t announce_next_ = 0;
-    uint8_t mld_left_ = 0;           /* state-change reports still to send */
-    uint64_t mld_next_ = UINT64_MAX; /* next unsolicited report */
-    bool mld_respond_ = false;       /* a query asked for a current-state report */
-    uint64_t mldv1_until_ = 0;       /* MLDv1 querier present (RFC 3810 8.2.1) */
-    bool conflict_reported_ = false;
-    uint64_t last_conflict_event_ = 0;
-    neigh_drop drop_reason_ = neigh_drop::count;
-    neigh_counters ctr_;
-    std::array<uint64_t, size_t(neigh_drop::count)> drops_{};
+    /* All state lives in the implementation, allocated once by the
+     * constructor (like the cache table itself): nothing per packet. */
+    std::unique_ptr<neigh_proto> p_;
 };
 
 } // namespace uroce

@@ -20,8 +20,6 @@
 #include "uroce_byteorder.h"
 #include "uroce_gid.h"
 #include "uroce_hdr.h"
-#include "uroce_ip_addr.h"
-#include "uroce_local_addr.h"
 
 namespace uroce {
 

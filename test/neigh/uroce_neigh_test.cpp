@@ -16,6 +16,7 @@
 #include <rte_mempool.h>
 
 #include "neigh_frames.h"
+#include "uroce_ip_addr.h"
 #include "uroce_neigh.h"
 
 using namespace uroce;
