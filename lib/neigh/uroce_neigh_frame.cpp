@@ -80,30 +80,6 @@ rte_mbuf *alloc_frame(const origin &o, uint32_t l3_len, const mac_addr &dst, uin
 
 } // namespace
 
-/* rte_raw_cksum_mbuf() in DPDK 22.11 truncates each segment's unfolded sum to
- * 16 bits before the odd-offset byte swap, losing carries on chains; this
- * folds first (RFC 1071 2(B): byte-swapped sums stay valid when folded). */
-uint16_t mbuf_sum(const rte_mbuf *m, uint32_t off, uint32_t len) {
-    uint64_t sum = 0;
-    uint32_t done = 0;
-    for (const rte_mbuf *seg = m; seg && len; seg = seg->next) {
-        uint32_t sl = seg->data_len;
-        if (off >= sl) {
-            off -= sl;
-            continue;
-        }
-        uint32_t n = std::min(sl - off, len);
-        uint16_t s =
-            fold(__rte_raw_cksum(rte_pktmbuf_mtod_offset(seg, const uint8_t *, off), n, 0));
-        if (done & 1) s = bswap16(s);
-        sum += s;
-        done += n;
-        len -= n;
-        off = 0;
-    }
-    return fold(sum);
-}
-
 /* ================================================================ frames we originate */
 
 rte_mbuf *build_arp_request(const origin &o, const mac_addr &dst, uint32_t spa, uint32_t tpa) {

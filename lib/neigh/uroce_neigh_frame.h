@@ -15,6 +15,7 @@
 #ifndef UROCE_NEIGH_FRAME_H
 #define UROCE_NEIGH_FRAME_H
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -47,8 +48,31 @@ inline void store_csum(uint8_t *field, uint16_t sum) {
 }
 
 /* Sum (not complemented, folded to 16 bits) of len bytes from offset off of
- * an mbuf chain; odd-length segments handled (RFC 1071 2(B)). */
-uint16_t mbuf_sum(const rte_mbuf *m, uint32_t off, uint32_t len);
+ * an mbuf chain; odd-length segments handled (RFC 1071 2(B)).
+ * rte_raw_cksum_mbuf() in DPDK 22.11 truncates each segment's unfolded sum to
+ * 16 bits before the odd-offset byte swap, losing carries on chains; this
+ * folds first (RFC 1071 2(B): byte-swapped sums stay valid when folded).
+ * Inline: every ICMP/ICMPv6 frame is summed on receive and on reply. */
+inline uint16_t mbuf_sum(const rte_mbuf *m, uint32_t off, uint32_t len) {
+    uint64_t sum = 0;
+    uint32_t done = 0;
+    for (const rte_mbuf *seg = m; seg && len; seg = seg->next) {
+        uint32_t sl = seg->data_len;
+        if (off >= sl) {
+            off -= sl;
+            continue;
+        }
+        uint32_t n = std::min(sl - off, len);
+        uint16_t s =
+            fold(__rte_raw_cksum(rte_pktmbuf_mtod_offset(seg, const uint8_t *, off), n, 0));
+        if (done & 1) s = bswap16(s);
+        sum += s;
+        done += n;
+        len -= n;
+        off = 0;
+    }
+    return fold(sum);
+}
 
 /* ICMPv6 pseudo-header sum (RFC 8200 8.1 / RFC 4443 2.3), unfolded. */
 inline uint32_t ipv6_pseudo_sum(const uint8_t *src, const uint8_t *dst, uint32_t len, uint8_t nh) {
