@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * Neighbour subsystem: local address / GID table, ARP + IPv6 ND neighbour
- * cache, and the responder for ARP, ICMP echo, ICMPv6 echo and NS/NA.
+ * Neighbour subsystem, public API: the ARP + IPv6 ND neighbour cache and the
+ * responder for ARP, ICMP echo, ICMPv6 echo, NS/NA and MLD, behind class
+ * neigh; its configuration, events and counters. The port's own addresses
+ * (mac_addr, local_addr_table) are in uroce_local_addr.h, included here.
+ * Everything else in lib/neigh is internal (see doc/neigh.md, "Files").
  *
  * Driver-independent: it works on rte_mbufs handed in by the poll-mode engine
  * and hands back frames to transmit. Single-threaded by design (one instance
@@ -21,107 +24,22 @@
 
 #include <uroce/export.h>
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <optional>
-#include <string_view>
+#include <type_traits>
 
 #include <uroce/gid.h>
-#include <uroce/mac.h>
+#include <uroce/local_addr.h>
 
 struct rte_mbuf;
 struct rte_mempool;
 
 namespace uroce {
 
-/* ================================================================ local addresses */
-
-struct local_ipv4 {
-    uint32_t addr = 0; /* host order */
-    uint8_t prefix_len = 32;
-};
-struct local_ipv6 {
-    gid addr;
-    uint8_t prefix_len = 128;
-};
-
-/* The interface's own addresses and the RoCE GID table derived from them.
- *
- * GID table, laid out like rxe/mlx5 for a RoCEv2-only port (one entry per
- * address instead of a v1/v2 pair):
- *   index 0      fe80::/64 link-local, modified EUI-64 of the MAC (RFC 4862 5.3)
- *   index 1..    ::ffff:a.b.c.d for each IPv4 address, in the order added
- *   then         each further IPv6 address, in the order added
- */
-class local_addr_table {
-  public:
-    static constexpr size_t max_ipv4 = 16;
-    static constexpr size_t max_ipv6 = 16;
-    static constexpr size_t max_gids = 1 + max_ipv4 + max_ipv6;
-
-    /* Also (re)derives the link-local address and the GID table. */
-    UROCE_API void set_mac(const mac_addr &m);
-    const mac_addr &mac() const { return mac_; }
-
-    /* Add an address; an IPv4-mapped gid adds an IPv4 address. prefix_len
-     * is the on-link prefix in the family's own bits (0..32 for IPv4,
-     * 0..128 for IPv6), used for source selection. Returns false when the
-     * table is full, the address is not a host unicast address (zero,
-     * multicast, broadcast, loopback; IPv6 link-local: it is derived from
-     * the MAC) or a duplicate. */
-    UROCE_API bool add(const gid &addr, uint8_t prefix_len);
-    bool add_ipv4(uint32_t addr_host, uint8_t prefix_len = 32) {
-        return add(gid::from_ipv4(addr_host), prefix_len);
-    }
-    /* Command-line form: "10.99.0.2/24", "10.99.0.2", "fd00:99::2/64".
-     * IPv4 prefixes count IPv4 bits (/24), as users write them. */
-    UROCE_API bool add(std::string_view text);
-    UROCE_API bool remove(const gid &addr);
-
-    UROCE_API bool is_local_ipv4(uint32_t addr_host) const;
-    /* Unicast addresses incl. the link-local one. */
-    UROCE_API bool is_local_ipv6(const uint8_t *addr16) const;
-    /* ff02::1:ffXX:XXXX of one of our IPv6 addresses (RFC 4861 7.2.1: the
-     * groups a node joins so that NS reaches it). */
-    UROCE_API bool is_our_solicited_node(const uint8_t *addr16) const;
-    bool is_local(const gid &g) const {
-        return g.is_ipv4_mapped() ? is_local_ipv4(g.ipv4()) : is_local_ipv6(g.raw.data());
-    }
-
-    /* Source address selection (RFC 1122 3.3.4.3 for IPv4, RFC 4861 7.2.2 /
-     * RFC 6724 rule 2 in spirit for IPv6): an address on the destination's
-     * prefix, else the first one; link-local destinations use link-local. */
-    UROCE_API std::optional<uint32_t> ipv4_source_for(uint32_t dst_host) const;
-    UROCE_API gid ipv6_source_for(const uint8_t *dst16) const;
-
-    size_t num_ipv4() const { return n_ipv4_; }
-    size_t num_ipv6() const { return n_ipv6_; }
-    const local_ipv4 &ipv4_at(size_t i) const { return ipv4_[i]; }
-    const local_ipv6 &ipv6_at(size_t i) const { return ipv6_[i]; }
-    const gid &link_local() const { return link_local_; }
-
-    size_t gid_count() const { return n_gids_; }
-    std::optional<gid> gid_at(size_t index) const {
-        if (index >= n_gids_) return std::nullopt;
-        return gids_[index];
-    }
-    /* Index of g in the GID table, or -1. */
-    UROCE_API int gid_index(const gid &g) const;
-
-  private:
-    void rebuild_gids();
-
-    mac_addr mac_;
-    gid link_local_;
-    std::array<local_ipv4, max_ipv4> ipv4_{};
-    std::array<local_ipv6, max_ipv6> ipv6_{};
-    size_t n_ipv4_ = 0, n_ipv6_ = 0;
-    std::array<gid, max_gids> gids_{};
-    size_t n_gids_ = 0;
-};
+class neigh_proto; /* the implementation (internal: uroce_neigh_proto.h) */
 
 /* ================================================================ counters */
 
@@ -330,9 +248,9 @@ class neigh {
     neigh &operator=(const neigh &) = delete;
 
     /* The address table may be changed between bursts (not during). */
-    local_addr_table &addrs() { return addrs_; }
-    const local_addr_table &addrs() const { return addrs_; }
-    const neigh_config &config() const { return cfg_; }
+    UROCE_API local_addr_table &addrs();
+    UROCE_API const local_addr_table &addrs() const;
+    UROCE_API const neigh_config &config() const;
 
     /* ---- receive path */
 
@@ -380,10 +298,12 @@ class neigh {
     UROCE_API void flush(); /* all dynamic entries */
 
     UROCE_API std::optional<neigh_entry_view> lookup(const gid &ip) const;
-    size_t size() const { return n_entries_; }
+    UROCE_API size_t size() const;
+    /* fn(const neigh_entry_view &) for every entry, in table order. */
     template <typename Fn> void for_each(Fn &&fn) const {
-        for (uint32_t i = 0; i < cfg_.max_entries; i++)
-            if (entries_[i].state != neigh_state::none) fn(view(entries_[i]));
+        using F = std::remove_reference_t<Fn>;
+        visit([](void *ctx, const neigh_entry_view &v) { (*static_cast<F *>(ctx))(v); },
+              const_cast<void *>(static_cast<const void *>(std::addressof(fn))));
     }
     UROCE_API void dump(FILE *f) const; /* like `ip neigh` */
 
@@ -392,116 +312,25 @@ class neigh {
     /* Advance time (monotonic ns), send pending requests and parked frames,
      * retransmit, expire. Appends at most tx_cap - n_tx frames to tx_out. */
     UROCE_API void poll(uint64_t now_ns, rte_mbuf **tx_out, uint16_t &n_tx, uint16_t tx_cap);
-    uint64_t now() const { return now_; }
+    UROCE_API uint64_t now() const;
 
     /* (Re)announce all addresses, e.g. after the address table or the MAC
      * changed (RFC 4861 7.2.6): announce_count rounds from the next poll(),
      * and the MLD state-change reports for the (new) solicited-node groups. */
     UROCE_API void announce();
 
-    const neigh_counters &counters() const { return ctr_; }
-    uint64_t drops(neigh_drop d) const { return drops_[size_t(d)]; }
+    UROCE_API const neigh_counters &counters() const;
+    UROCE_API uint64_t drops(neigh_drop d) const;
     UROCE_API uint64_t drops_total() const;
     UROCE_API void dump_counters(FILE *f) const; /* non-zero counters and drops */
 
-    /* One's-complement checksum helpers (exposed for tests and the engine).
-     * Sum (not complemented, folded to 16 bits) of len bytes from offset off
-     * of an mbuf chain; odd-length segments handled (RFC 1071 2(B)). */
-    UROCE_API static uint16_t mbuf_sum(const rte_mbuf *m, uint32_t off, uint32_t len);
-    /* ICMPv6 pseudo-header sum (RFC 8200 8.1 / RFC 4443 2.3), unfolded. */
-    UROCE_API static uint32_t ipv6_pseudo_sum(const uint8_t *src16, const uint8_t *dst16,
-                                              uint32_t len, uint8_t next_header);
-
   private:
-    struct entry {
-        gid ip;
-        mac_addr mac;
-        neigh_state state = neigh_state::none;
-        uint8_t probes = 0;    /* solicitations sent in this state */
-        bool queued = false;   /* on the urgent list */
-        uint32_t next = 0;     /* hash chain / free list */
-        uint64_t deadline = 0; /* state timer */
-        uint64_t updated = 0;  /* last confirmation / learning */
-        rte_mbuf *held = nullptr;
-    };
-    static constexpr uint32_t nil = UINT32_MAX;
-    static constexpr uint32_t urgent_cap = 64;
+    /* Exported: the inline for_each() above calls it from the user's code. */
+    UROCE_API void visit(void (*fn)(void *ctx, const neigh_entry_view &v), void *ctx) const;
 
-    static neigh_entry_view view(const entry &e) {
-        return {e.ip, e.mac, e.state, e.probes, e.deadline, e.updated};
-    }
-
-    /* cache */
-    uint32_t bucket_of(const gid &ip) const;
-    entry *find(const gid &ip);
-    const entry *find(const gid &ip) const;
-    entry *create(const gid &ip, bool may_evict);
-    void destroy(entry *e);
-    void arm(entry *e, uint64_t deadline);
-    void set_state(entry *e, neigh_state s);
-    uint64_t reachable_deadline();
-    /* Record a MAC learned from the wire; fires events. */
-    void set_mac(entry *e, const mac_addr &mac, neigh_state s);
-    void fire(neigh_event ev, const entry *e);
-    void learn_new(const gid &ip, const mac_addr &mac, neigh_state s);
-    void fail(entry *e);
-    void drop_held(entry *e);
-
-    /* rx */
-    enum class verdict : uint8_t { reply, consumed, drop };
-    verdict conflict(const gid &ours, const mac_addr &theirs);
-    verdict handle_arp(rte_mbuf *m, uint8_t *l2, size_t l2_len);
-    verdict handle_ipv4(rte_mbuf *m, size_t l2_len);
-    verdict handle_ipv6(rte_mbuf *m, size_t l2_len);
-    verdict handle_ns(rte_mbuf *m, size_t l2_len, uint32_t icmp_len);
-    verdict handle_na(rte_mbuf *m, size_t l2_len, uint32_t icmp_len);
-    verdict drop(neigh_drop d) {
-        drops_[size_t(d)]++;
-        drop_reason_ = d;
-        return verdict::drop;
-    }
-
-    /* tx */
-    rte_mbuf *alloc_frame(uint32_t l3_len, const mac_addr &dst, uint16_t et, uint8_t *&p,
-                          size_t &l2);
-    rte_mbuf *build_arp_request(const mac_addr &dst, uint32_t spa, uint32_t tpa);
-    rte_mbuf *build_nd(uint8_t type, const mac_addr &dst_mac, const gid &src, const gid &dst,
-                       const gid &target, uint32_t na_flags);
-    rte_mbuf *build_request(entry *e, bool unicast);
-    void emit_announcements(rte_mbuf **tx_out, uint16_t &n_tx, uint16_t tx_cap);
-    size_t mld_groups(gid *out) const;
-    rte_mbuf *build_mld(const gid &dst, uint32_t icmp_len, uint8_t *&icmp);
-    bool emit_mld(rte_mbuf **tx_out, uint16_t &n_tx, uint16_t tx_cap, uint8_t record_type);
-    verdict handle_mld(rte_mbuf *m, size_t l2, uint32_t icmp_off, uint32_t icmp_len);
-    void emit_due(entry *e, rte_mbuf **tx_out, uint16_t &n_tx, uint16_t tx_cap);
-    void scan(rte_mbuf **tx_out, uint16_t &n_tx, uint16_t tx_cap);
-
-    neigh_config cfg_;
-    local_addr_table addrs_;
-    std::unique_ptr<entry[]> entries_;
-    std::unique_ptr<uint32_t[]> buckets_;
-    uint32_t bucket_mask_ = 0;
-    uint32_t free_head_ = nil;
-    uint32_t n_entries_ = 0;
-    std::array<uint32_t, urgent_cap> urgent_{};
-    uint32_t n_urgent_ = 0;
-    bool held_pending_ = false; /* some resolved entry has a parked frame */
-    uint64_t now_ = 0;
-    uint64_t next_scan_ = UINT64_MAX; /* earliest deadline (lower bound) */
-    uint64_t scan_not_before_ = 0;    /* timer_granularity_ns rate limit */
-    uint64_t rng_;
-    uint16_t ip_id_ = 0;
-    uint8_t announce_left_ = 0;
-    uint64_t announce_next_ = 0;
-    uint8_t mld_left_ = 0;           /* state-change reports still to send */
-    uint64_t mld_next_ = UINT64_MAX; /* next unsolicited report */
-    bool mld_respond_ = false;       /* a query asked for a current-state report */
-    uint64_t mldv1_until_ = 0;       /* MLDv1 querier present (RFC 3810 8.2.1) */
-    bool conflict_reported_ = false;
-    uint64_t last_conflict_event_ = 0;
-    neigh_drop drop_reason_ = neigh_drop::count;
-    neigh_counters ctr_;
-    std::array<uint64_t, size_t(neigh_drop::count)> drops_{};
+    /* All state lives in the implementation, allocated once by the
+     * constructor (like the cache table itself): nothing per packet. */
+    std::unique_ptr<neigh_proto> p_;
 };
 
 } // namespace uroce

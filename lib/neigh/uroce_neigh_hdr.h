@@ -1,71 +1,27 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * Neighbour-protocol wire headers: ARP, ICMP echo, ICMPv6 (echo, Neighbor
- * Solicitation/Advertisement) and ND options (the MAC address type is
- * <uroce/mac.h>).
+ * Neighbour-protocol wire headers (internal to lib/neigh): ARP, ICMP echo,
+ * ICMPv6 (echo, Neighbor Solicitation/Advertisement), ND options and MLD.
+ * The MAC address type is in uroce_local_addr.h, the address helpers
+ * (multicast MACs, solicited-node groups, EUI-64) in uroce_ip_addr.h.
  *
  * Same conventions as uroce_hdr.h: byte arrays only (alignof == 1, sizeof ==
  * wire size), so a header can be overlaid at any offset of a frame, and every
  * multi-byte field is read and written through accessors named by byte order.
  * References: RFC 826 (ARP), RFC 792 (ICMP), RFC 4443 (ICMPv6), RFC 4861
- * (Neighbor Discovery), RFC 2464 (IPv6 over Ethernet: multicast MAC mapping,
- * EUI-64 interface ids), RFC 4291 (address architecture).
+ * (Neighbor Discovery), RFC 2464 8 (the Ethernet link-layer address option),
+ * RFC 2710 / RFC 3810 (MLDv1 / MLDv2), RFC 2711 (Router Alert).
  */
 #ifndef UROCE_NEIGH_HDR_H
 #define UROCE_NEIGH_HDR_H
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
-#include <optional>
-#include <string>
-#include <string_view>
 
 #include <uroce/byteorder.h>
 #include <uroce/gid.h>
 #include <uroce/hdr.h>
-#include <uroce/mac.h>
 
 namespace uroce {
-
-/* ---------------------------------------------------------------- IPv6 address helpers */
-
-static inline bool ipv6_is_multicast(const uint8_t *a) {
-    return a[0] == 0xff; /* RFC 4291 2.7 */
-}
-static inline bool ipv6_is_unspecified(const uint8_t *a) {
-    for (int i = 0; i < 16; i++)
-        if (a[i]) return false;
-    return true;
-}
-static inline bool ipv6_is_link_local(const uint8_t *a) {
-    return a[0] == 0xfe && (a[1] & 0xc0) == 0x80; /* fe80::/10, RFC 4291 2.5.6 */
-}
-/* RFC 4291 2.7.1: solicited-node multicast ff02::1:ffXX:XXXX from the low 24 bits. */
-static inline gid ipv6_solicited_node(const uint8_t *addr16) {
-    gid g;
-    g.raw = {0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, addr16[13], addr16[14], addr16[15]};
-    return g;
-}
-static inline bool ipv6_is_solicited_node(const uint8_t *a) {
-    static constexpr uint8_t prefix[13] = {0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff};
-    return std::memcmp(a, prefix, sizeof(prefix)) == 0;
-}
-/* ff02::1, all nodes on the link (RFC 4291 2.7.1). */
-static inline gid ipv6_all_nodes() {
-    gid g;
-    g.raw = {0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
-    return g;
-}
-/* RFC 4291 appendix A / RFC 2464 section 4: modified EUI-64 interface id from
- * a 48-bit MAC (ff:fe inserted in the middle, universal/local bit inverted),
- * and the link-local address fe80::/64 + that id (RFC 4862 5.3). */
-static inline gid ipv6_link_local_from_mac(const mac_addr &m) {
-    gid g;
-    g.raw = {0xfe,   0x80,   0,    0,    0,      0,      0,     0, uint8_t(m.b[0] ^ 0x02),
-             m.b[1], m.b[2], 0xff, 0xfe, m.b[3], m.b[4], m.b[5]};
-    return g;
-}
 
 /* ---------------------------------------------------------------- ARP (RFC 826) */
 
