@@ -9,11 +9,16 @@ AtomicETH address/key, which tshark files under reth.*), AETH syndrome and
 MSN, DETH Q_Key and source QP, AtomicETH swap/compare, AtomicAckETH, and the
 ICRC as stored. Exceptions, from tshark 4.0's dissector: it does not know
 the CNP opcode (0x81), so for CNPs only the BTH columns are compared.
+
+Then the CM MADs on QP1: every frame tshark decodes as a CM message
+uroce-dump names too, with the same attribute, transaction ID, and the comm
+IDs tshark shows for it.
 Exit 77 (skipped) when tshark is not installed.
 
 usage: test_tshark.py UROCE_DUMP GOLDEN_DIR
 """
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -75,10 +80,56 @@ def main():
                     failures.append(f"{name} frame {n} {FIELDS[i]}: uroce-dump {a[i]!r}, "
                                     f"tshark {b[i]!r}")
             compared += 1
+    cm = check_cm_mads(dump, golden, tshark, failures)
     for f in failures[:50]:
         print("FAIL:", f)
-    print(f"{compared} frames compared field by field, {len(failures)} failures")
-    return 1 if failures or compared == 0 else 0
+    print(f"{compared} frames compared field by field and {cm} CM MADs by name, "
+          f"{len(failures)} failures")
+    return 1 if failures or compared == 0 or cm == 0 else 0
+
+
+# uroce-dump's CM message names and tshark's attribute IDs (IBTA 12.6).
+CM_ATTR = {"REQ": "0x0010", "MRA": "0x0011", "REJ": "0x0012", "REP": "0x0013", "RTU": "0x0014",
+           "DREQ": "0x0015", "DREP": "0x0016", "SIDR_REQ": "0x0017", "SIDR_REP": "0x0018"}
+CM_FIELDS = ["frame.number", "infiniband.mad.attributeid", "infiniband.mad.transactionid",
+             "infiniband.cm.req.serviceid", "infiniband.cm.rep.remotecommid",
+             "infiniband.cm.rtu.localcommid", "infiniband.cm.rtu.remotecommid",
+             "infiniband.cm.dreq.localcommid", "infiniband.cm.dreq.remotecommid",
+             "infiniband.cm.drsp.localcommid", "infiniband.cm.drsp.remotecommid"]
+CM_LINE = re.compile(r"^\s*(\d+) .* CM (\w+) TID=(0x[0-9a-f]+)(.*?) ICRC")
+
+
+def check_cm_mads(dump, golden, tshark, failures):
+    checked = 0
+    for name in CAPTURES:
+        path = os.path.join(golden, name)
+        cmd = [tshark, "-r", path, "-Y", "infiniband.mad", "-T", "fields", "-E", "separator=/t"]
+        for f in CM_FIELDS:
+            cmd += ["-e", f]
+        t = subprocess.run(cmd, capture_output=True, text=True)
+        theirs = {c[0]: c for c in (l.split("\t") for l in t.stdout.splitlines())}
+        ours = {}
+        for line in subprocess.run([dump, path], capture_output=True, text=True).stdout.splitlines():
+            m = CM_LINE.match(line)
+            if m:
+                ours[m.group(1)] = m
+        if sorted(theirs) != sorted(ours):
+            failures.append(f"{name}: CM MADs differ: tshark {sorted(theirs)}, uroce-dump {sorted(ours)}")
+        for n in sorted(set(theirs) & set(ours), key=int):
+            c, m = theirs[n], ours[n]
+            c += [""] * (len(CM_FIELDS) - len(c))
+            if CM_ATTR.get(m.group(2)) != c[1]:
+                failures.append(f"{name} frame {n}: uroce-dump CM {m.group(2)}, tshark attribute {c[1]}")
+            if int(m.group(3), 16) != int(c[2], 16):
+                failures.append(f"{name} frame {n}: TID {m.group(3)} vs tshark {c[2]}")
+            rest = m.group(4)
+            ids = [v for v in c[3:] if v]  # the service ID and comm IDs tshark shows for it
+            for v in ids:
+                if f"{int(v, 16):x}" not in rest.replace("0x", "").lstrip("0") and \
+                        f"{int(v, 16):08x}" not in rest and f"{int(v, 16):016x}" not in rest:
+                    failures.append(f"{name} frame {n}: tshark's {v} not in uroce-dump's {rest!r}")
+            checked += 1
+    return checked
 
 
 if __name__ == "__main__":

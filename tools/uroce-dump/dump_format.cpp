@@ -3,6 +3,8 @@
  */
 #include "dump_format.h"
 
+#include <uroce/cm_mad.h>
+
 #include <arpa/inet.h>
 
 #include <cinttypes>
@@ -138,11 +140,88 @@ std::string mac_text(const uint8_t *m) {
     return s;
 }
 
+/* A UD payload to the GSI QP, read as a CM MAD (<uroce/cm_mad.h>): the
+ * message by name, its comm IDs or request ID, and what identifies the
+ * connection (service ID, QPN, PSN, reason). */
+std::string cm_mad_text(const roce_packet &p) {
+    std::string s;
+    cm_mad_view v;
+    mad_error e = parse_cm_mad(p.payload(), p.payload_len, v);
+    if (e == mad_error::short_mad) {
+        appendf(s, " MAD short (%u bytes)", p.payload_len);
+        return s;
+    }
+    const auto *h = reinterpret_cast<const mad_hdr *>(p.payload());
+    if (e != mad_error::ok) {
+        appendf(s, " MAD class=0x%02x version=%u method=0x%02x attr=0x%04x (%s)", h->mgmt_class,
+                h->class_version, h->method, h->attr_id(), mad_error_name(e));
+        return s;
+    }
+    appendf(s, " CM %s TID=0x%016" PRIx64, v.info->name, h->tid());
+    switch (v.info->attr) {
+    case cm_attr::req: {
+        const cm_req &m = *v.as<cm_req>();
+        appendf(s, " comm=0x%08x sid=0x%016" PRIx64 " QPN=0x%06x PSN=%u mtu=%u", m.local_comm_id(),
+                m.service_id(), m.local_qpn(), m.starting_psn(), 128u << m.path_mtu());
+        if (service_id_is_ip(m.service_id())) {
+            const auto &ip = *reinterpret_cast<const cma_ip_hdr *>(v.private_data());
+            const uint8_t *src = ip.ip_ver() == 6 ? ip.src_addr : ip.src_addr + 12;
+            const uint8_t *dst = ip.ip_ver() == 6 ? ip.dst_addr : ip.dst_addr + 12;
+            appendf(s, " %s:%u -> %s:%u", ip_text(src, ip.ip_ver()).c_str(), ip.src_port(),
+                    ip_text(dst, ip.ip_ver()).c_str(), service_id_port(m.service_id()));
+        }
+        break;
+    }
+    case cm_attr::rep: {
+        const cm_rep &m = *v.as<cm_rep>();
+        appendf(s, " comm=0x%08x remote=0x%08x QPN=0x%06x PSN=%u", m.local_comm_id(),
+                m.remote_comm_id(), m.local_qpn(), m.starting_psn());
+        break;
+    }
+    case cm_attr::rtu:
+    case cm_attr::drep:
+        appendf(s, " comm=0x%08x remote=0x%08x", v.as<cm_rtu>()->local_comm_id(),
+                v.as<cm_rtu>()->remote_comm_id());
+        break;
+    case cm_attr::dreq:
+        appendf(s, " comm=0x%08x remote=0x%08x QPN=0x%06x", v.as<cm_dreq>()->local_comm_id(),
+                v.as<cm_dreq>()->remote_comm_id(), v.as<cm_dreq>()->remote_qpn());
+        break;
+    case cm_attr::rej: {
+        const cm_rej &m = *v.as<cm_rej>();
+        appendf(s, " comm=0x%08x remote=0x%08x reason=%u (%s) rejected=%s", m.local_comm_id(),
+                m.remote_comm_id(), m.reason(), cm_rej_reason_name(m.reason()),
+                cm_msg_ref_name(m.msg_rejected()));
+        break;
+    }
+    case cm_attr::mra: {
+        const cm_mra &m = *v.as<cm_mra>();
+        appendf(s, " comm=0x%08x remote=0x%08x mraed=%s timeout=%u", m.local_comm_id(),
+                m.remote_comm_id(), cm_msg_ref_name(m.msg_mraed()), m.service_timeout());
+        break;
+    }
+    case cm_attr::sidr_req:
+        appendf(s, " request=0x%08x sid=0x%016" PRIx64, v.as<cm_sidr_req>()->request_id(),
+                v.as<cm_sidr_req>()->service_id());
+        break;
+    case cm_attr::sidr_rep:
+        appendf(s, " request=0x%08x status=%u QPN=0x%06x qkey=0x%08x",
+                v.as<cm_sidr_rep>()->request_id(), v.as<cm_sidr_rep>()->status,
+                v.as<cm_sidr_rep>()->qpn(), v.as<cm_sidr_rep>()->qkey());
+        break;
+    case cm_attr::lap:
+    case cm_attr::apr:
+        break;
+    }
+    return s;
+}
+
 std::string format_roce_fields(const frame_report &r) {
     const roce_packet &p = r.pkt;
     std::string s;
     if (const deth *d = p.deth())
         appendf(s, " DETH qkey=0x%08x srcQP=0x%06x", d->qkey(), d->src_qp());
+    if (p.deth() && p.bth()->dest_qp() == gsi_qpn) s += cm_mad_text(p);
     if (const feth *f = p.feth())
         appendf(s, " FETH sel=%u plt=%u", f->selectivity_level(), f->placement_type());
     if (const reth *x = p.reth())
