@@ -70,31 +70,8 @@ void cm_conn::receive_req(const cm_mad_view &v) {
     remote_qpn_ = r.local_qpn();
     remote_psn_ = r.starting_psn();
     /* What the peer asked for, as seen from it (its local = our remote). */
-    req_ = {};
-    req_.local_comm_id = r.local_comm_id();
-    req_.service_id = r.service_id();
-    req_.local_ca_guid = r.local_ca_guid();
-    req_.local_qpn = r.local_qpn();
-    req_.responder_resources = r.responder_resources;
-    req_.initiator_depth = r.initiator_depth;
-    req_.transport = r.transport();
-    req_.remote_cm_response_timeout = r.remote_cm_response_timeout();
-    req_.local_cm_response_timeout = r.local_cm_response_timeout();
-    req_.starting_psn = r.starting_psn();
-    req_.retry_count = r.retry_count();
-    req_.rnr_retry_count = r.rnr_retry_count();
-    req_.max_cm_retries = r.max_cm_retries();
-    req_.path_mtu = r.path_mtu();
-    req_.srq = r.srq();
-    req_.pkey = r.pkey();
-    req_.path.local_gid = r.local_gid();
-    req_.path.remote_gid = r.remote_gid();
-    req_.path.flow_label = r.flow_label();
-    req_.path.traffic_class = r.primary_traffic_class;
-    req_.path.hop_limit = r.primary_hop_limit;
-    req_.path.sl = r.sl();
-    req_.path.packet_rate = r.packet_rate();
-    req_.path.local_ack_timeout = r.local_ack_timeout();
+    req_ = cm_req_params_of(r);
+    req_.private_data = {}; /* the MAD is not ours to keep */
     state_ = cm_state::req_rcvd;
     owner_.event(*this, cm_conn_event::connect_request);
 }

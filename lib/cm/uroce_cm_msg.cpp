@@ -121,6 +121,56 @@ void build_cm_mra(uint8_t *mad, uint64_t tid, uint32_t local, uint32_t remote, c
     put_private(mad, cm_attr::mra, pd);
 }
 
+cm_req_params cm_req_params_of(const cm_req &m) {
+    cm_req_params p;
+    p.local_comm_id = m.local_comm_id();
+    p.service_id = m.service_id();
+    p.local_ca_guid = m.local_ca_guid();
+    p.local_qkey = m.local_qkey();
+    p.local_qpn = m.local_qpn();
+    p.responder_resources = m.responder_resources;
+    p.initiator_depth = m.initiator_depth;
+    p.transport = m.transport();
+    p.remote_cm_response_timeout = m.remote_cm_response_timeout();
+    p.local_cm_response_timeout = m.local_cm_response_timeout();
+    p.starting_psn = m.starting_psn();
+    p.retry_count = m.retry_count();
+    p.rnr_retry_count = m.rnr_retry_count();
+    p.max_cm_retries = m.max_cm_retries();
+    p.path_mtu = m.path_mtu();
+    p.srq = m.srq();
+    p.pkey = m.pkey();
+    p.path.local_gid = m.local_gid();
+    p.path.remote_gid = m.remote_gid();
+    p.path.flow_label = m.flow_label();
+    p.path.traffic_class = m.primary_traffic_class;
+    p.path.hop_limit = m.primary_hop_limit;
+    p.path.sl = m.sl();
+    p.path.packet_rate = m.packet_rate();
+    p.path.local_ack_timeout = m.local_ack_timeout();
+    p.private_data = {m.private_data, sizeof(m.private_data)};
+    return p;
+}
+
+cm_rep_params cm_rep_params_of(const cm_rep &m) {
+    cm_rep_params p;
+    p.local_comm_id = m.local_comm_id();
+    p.remote_comm_id = m.remote_comm_id();
+    p.local_qkey = m.local_qkey();
+    p.local_qpn = m.local_qpn();
+    p.starting_psn = m.starting_psn();
+    p.responder_resources = m.responder_resources;
+    p.initiator_depth = m.initiator_depth;
+    p.target_ack_delay = m.target_ack_delay();
+    p.failover_accepted = m.failover_accepted();
+    p.e2e_flow_control = m.e2e_flow_control();
+    p.rnr_retry_count = m.rnr_retry_count();
+    p.srq = m.srq();
+    p.local_ca_guid = m.local_ca_guid();
+    p.private_data = {m.private_data, sizeof(m.private_data)};
+    return p;
+}
+
 void build_cma_ip_hdr(cma_ip_hdr &h, const gid &src, uint16_t src_port, const gid &dst) {
     std::memset(&h, 0, sizeof(h));
     h.version = cma_ip_hdr::cma_version;

@@ -93,6 +93,13 @@ void build_cm_rej(uint8_t *mad, uint64_t tid, uint32_t local_comm_id, uint32_t r
 void build_cm_mra(uint8_t *mad, uint64_t tid, uint32_t local_comm_id, uint32_t remote_comm_id,
                   cm_msg_ref mraed, uint8_t service_timeout, cm_private pd = {});
 
+/* The other way: a received REQ or REP's fields as parameters (as seen from
+ * its sender: its local comm ID, QPN and GID are its own). The private data
+ * points into the message. build_cm_req(mad, tid, cm_req_params_of(m))
+ * writes m again. */
+cm_req_params cm_req_params_of(const cm_req &m);
+cm_rep_params cm_rep_params_of(const cm_rep &m);
+
 /* rdma_cm's IP header (IBTA A11, cma.c cma_hdr) for a REQ: the active
  * side's address and port and the passive side's address. IPv4 GIDs
  * (::ffff:a.b.c.d) give IP version 4 and the address in the last 4 bytes. */

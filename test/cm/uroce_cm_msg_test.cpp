@@ -44,38 +44,18 @@ cm_mad_view view(const std::vector<uint8_t> &mad) {
     return v;
 }
 
+/* cm_req_params_of() reads every field, build_cm_req() writes them back. */
 TEST(cm_msg, rebuilds_the_captured_req) {
     const auto mads = golden_mads();
     ASSERT_EQ(mads.size(), 5u);
     const cm_mad_view v = view(mads[0]);
     const cm_req &r = *v.as<cm_req>();
-    cm_req_params p;
-    p.local_comm_id = r.local_comm_id();
-    p.service_id = r.service_id();
-    p.local_ca_guid = r.local_ca_guid();
-    p.local_qpn = r.local_qpn();
-    p.responder_resources = r.responder_resources;
-    p.initiator_depth = r.initiator_depth;
-    p.remote_cm_response_timeout = r.remote_cm_response_timeout();
-    p.local_cm_response_timeout = r.local_cm_response_timeout();
-    p.starting_psn = r.starting_psn();
-    p.retry_count = r.retry_count();
-    p.rnr_retry_count = r.rnr_retry_count();
-    p.max_cm_retries = r.max_cm_retries();
-    p.path_mtu = r.path_mtu();
-    p.path.local_gid = r.local_gid();
-    p.path.remote_gid = r.remote_gid();
-    p.path.flow_label = r.flow_label();
-    p.path.packet_rate = r.packet_rate();
-    p.path.traffic_class = r.primary_traffic_class;
-    p.path.hop_limit = r.primary_hop_limit;
-    p.path.local_ack_timeout = r.local_ack_timeout();
+    const cm_req_params p = cm_req_params_of(r);
     /* rdma_cm's IP header, rebuilt from the addresses it carries */
     const auto &ip = *reinterpret_cast<const cma_ip_hdr *>(v.private_data());
     cma_ip_hdr h;
     build_cma_ip_hdr(h, r.local_gid(), ip.src_port(), r.remote_gid());
     EXPECT_EQ(std::memcmp(&h, &ip, sizeof(h)), 0);
-    p.private_data = {v.private_data(), cm_attr_lookup(0x10)->private_len};
     std::vector<uint8_t> mad(mad_size);
     build_cm_req(mad.data(), v.hdr->tid(), p);
     EXPECT_EQ(mad, mads[0]);
@@ -87,21 +67,7 @@ TEST(cm_msg, rebuilds_the_captured_rep_rtu_dreq_drep) {
     std::vector<uint8_t> mad(mad_size);
 
     const cm_mad_view rv = view(mads[1]);
-    const cm_rep &r = *rv.as<cm_rep>();
-    cm_rep_params p;
-    p.local_comm_id = r.local_comm_id();
-    p.remote_comm_id = r.remote_comm_id();
-    p.local_qpn = r.local_qpn();
-    p.starting_psn = r.starting_psn();
-    p.responder_resources = r.responder_resources;
-    p.initiator_depth = r.initiator_depth;
-    p.target_ack_delay = r.target_ack_delay();
-    p.failover_accepted = r.failover_accepted();
-    p.e2e_flow_control = r.e2e_flow_control();
-    p.rnr_retry_count = r.rnr_retry_count();
-    p.srq = r.srq();
-    p.local_ca_guid = r.local_ca_guid();
-    p.private_data = {r.private_data, sizeof(r.private_data)};
+    const cm_rep_params p = cm_rep_params_of(*rv.as<cm_rep>());
     build_cm_rep(mad.data(), rv.hdr->tid(), p);
     EXPECT_EQ(mad, mads[1]);
 
