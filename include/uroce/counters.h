@@ -57,6 +57,8 @@ namespace uroce {
     X(rx_no_qp, "frames for an unknown QPN")                                                       \
     X(rx_wrong_transport, "frames whose transport does not match the QP type")                     \
     X(rx_bad_pkey, "frames with a P_Key not in the table")                                         \
+    X(rx_ip_csum_errors, "frames with a bad IPv4 header checksum")                                 \
+    X(rx_bad_src, "frames whose addresses do not match the connected QP's path")                   \
     X(tx_pkts, "frames handed to the driver")                                                      \
     X(tx_drops, "frames the driver refused")                                                       \
     X(tx_alloc_fail, "mbuf allocation failures")                                                   \
