@@ -46,6 +46,8 @@ namespace uroce {
     X(ud_qkey_drops, "UD packets dropped on Q_Key mismatch")                                       \
     X(ud_no_wqe_drops, "UD packets dropped, no receive WQE")                                       \
     X(state_drops, "packets dropped: QP not in a receiving state")                                 \
+    X(bad_rkey, "remote requests naming an unknown, stale or invalidated R_Key")                   \
+    X(rkey_violations, "remote requests refused on the R_Key's PD, access rights or range")        \
     X(completions, "work completions written")                                                     \
     X(error_completions, "work completions with an error status")
 

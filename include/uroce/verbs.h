@@ -373,9 +373,12 @@ struct device_config {
     gid gids[4];                 /* GID table: index 0..num_gids-1 */
     unsigned num_gids = 0;
     clock_source *clock = nullptr; /* nullptr: the TSC */
-    uint64_t seed = 0;             /* key-byte generator seed (0: from the TSC) */
+    /* The secret behind memory keys (doc/security.md): 0, the default, draws
+     * one from getrandom(). Any other value makes keys reproducible, and
+     * predictable to whoever knows it: for tests only. */
+    uint64_t seed = 0;
     uint32_t max_qp = 1024;
-    uint32_t max_mr = 4096;
+    uint32_t max_mr = 4096; /* below 2^16: each slot then has >= 2^16 key generations */
     mtu max_mtu = mtu::mtu_4096;
     /* The QPNs this device hands out: first_qpn, first_qpn + 1, ..., at
      * most max_qp of them, all below 2^24 (the BTH's QPN field). QP0 and QP1

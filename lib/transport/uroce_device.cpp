@@ -21,8 +21,7 @@ namespace uroce {
 device::device(const device_config &cfg) : cfg_(cfg), qpn_base_(cfg.first_qpn) {
     clock_ = cfg.clock ? cfg.clock : default_clock();
     timers_.start(clock_->now_ns());
-    uint64_t seed = cfg.seed ? cfg.seed : rte_rdtsc();
-    mrs_.init(cfg.max_mr, seed);
+    mrs_.init(cfg.max_mr, cfg.seed); /* seed 0: a random secret */
     qps_.assign(cfg.max_qp, nullptr);
 }
 

@@ -415,10 +415,22 @@ static inline bool check_op_valid(const qp *q, const opcode_info &info) {
 
 /* The R_Key names an MR of the QP's PD that grants access over
  * [va, va+len) (rxe check_rkey). A zero-length request checks no R_Key
- * (IBTA 9.4.5; rxe does the same). */
+ * (IBTA 9.4.5; rxe does the same). A key that names no live MR (unknown,
+ * stale, invalidated: what guessing produces) is counted in bad_rkey, a
+ * live key used beyond its PD, rights or range in rkey_violations. */
 static inline bool check_rkey(qp *q, uint32_t rkey, unsigned access, uint64_t va, uint64_t len) {
+    if (len == 0) return true;
     mr *mm;
-    return len == 0 || mr_check(q->dev->mrs(), rkey, q->pd, access, va, len, &mm) == mr_status::ok;
+    switch (mr_check(q->dev->mrs(), rkey, q->pd, access, va, len, &mm)) {
+    case mr_status::ok:
+        return true;
+    case mr_status::bad_key:
+        ++q->cnt.bad_rkey;
+        return false;
+    default:
+        ++q->cnt.rkey_violations;
+        return false;
+    }
 }
 
 /* The request is done: count it, expect the next PSN, and ACK it if the

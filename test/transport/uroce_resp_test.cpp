@@ -225,6 +225,11 @@ TEST_F(resp, rkey_bounds_and_access_errors) {
         EXPECT_EQ(sw[0].status, wc_status::rem_access_err) << int(c.op) << " " << c.what;
         EXPECT_EQ(sw[1].status, wc_status::wr_flush_err);
         EXPECT_EQ(b.qp->cnt.access_naks_sent, 1u);
+        /* unknown or stale keys and valid keys used beyond their rights
+         * are counted apart (doc/security.md) */
+        const bool key_unknown = c.what == 0 || c.what == 3;
+        EXPECT_EQ(b.qp->cnt.bad_rkey, key_unknown ? 1u : 0u) << c.what;
+        EXPECT_EQ(b.qp->cnt.rkey_violations, key_unknown ? 0u : 1u) << c.what;
         for (uint8_t x : remote)
             ASSERT_EQ(x, 0x33);
         if (c.op == wr_opcode::rdma_read) {
