@@ -48,6 +48,7 @@ namespace uroce {
     X(state_drops, "packets dropped: QP not in a receiving state")                                 \
     X(bad_rkey, "remote requests naming an unknown, stale or invalidated R_Key")                   \
     X(rkey_violations, "remote requests refused on the R_Key's PD, access rights or range")        \
+    X(inv_rkey_refused, "SEND with Invalidate refused: key not remotely invalidatable")            \
     X(completions, "work completions written")                                                     \
     X(error_completions, "work completions with an error status")
 

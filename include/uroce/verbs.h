@@ -150,12 +150,21 @@ enum send_flags : unsigned {
     send_inline = 1u << 3,
 };
 
-/* ibv_access_flags */
+/* ibv_access_flags, and one of uroce's own (no ibverbs twin; a bit that
+ * ibverbs leaves unused). */
 enum access_flags : unsigned {
     access_local_write = 1u << 0,
     access_remote_write = 1u << 1,
     access_remote_read = 1u << 2,
     access_remote_atomic = 1u << 3,
+    /* The peer may invalidate this MR's key with SEND with Invalidate
+     * (IBTA 9.4.4, 10.6.6). In ibverbs only memory windows and
+     * fast-registration MRs can be remotely invalidated; uroce has neither,
+     * so an MR opts in with this flag. A SEND with Invalidate naming any
+     * other key is refused: the receive completes with rem_inv_req_err,
+     * the requester gets an Invalid Request NAK, the QP goes to ERR, and
+     * the QP counter inv_rkey_refused counts it (doc/security.md). */
+    access_remote_invalidate = 1u << 30,
 };
 
 /* ibv_wc_flags */

@@ -476,9 +476,15 @@ static bool complete_send(qp *q, const roce_packet &p) {
     }
     if (const ieth *ie = p.ieth()) {
         /* SEND with Invalidate (IBTA 9.4.4 / 10.6.6): the named R_Key of
-         * this PD stops working. */
+         * this PD stops working, if its owner made it remotely
+         * invalidatable (verbs.h access_remote_invalidate; in ibverbs: a
+         * memory window or a fast-registration MR, as rxe's
+         * invalidate_rkey requires). Any other key is an invalid request
+         * (rxe: RESPST_ERR_INVALIDATE_RKEY, class J): the receive completes
+         * in error, the QP goes to ERR, and the MR is left as it was. */
         mr *mm = q->dev->mrs().lookup(ie->rkey());
-        if (!mm || mm->pd != q->pd) {
+        if (!mm || mm->pd != q->pd || !(mm->access & access_remote_invalidate)) {
+            ++q->cnt.inv_rkey_refused;
             post_recv_cqe(q, r.wqe_id, wc_status::rem_inv_req_err, wc_opcode::recv, 0, 0, 0, 0);
             r.have_wqe = false;
             reject_request(q, p.psn(), invalid_request_nak);

@@ -242,6 +242,68 @@ TEST_F(resp, rkey_bounds_and_access_errors) {
     }
 }
 
+/* SEND with Invalidate may invalidate only a key its owner made remotely
+ * invalidatable (access_remote_invalidate: ibverbs' memory windows and
+ * fast-registration MRs). Naming any other key of the PD, here the
+ * victim's own receive buffer registered for local access only, is an
+ * invalid request (rxe: RESPST_ERR_INVALIDATE_RKEY, class J): the receive
+ * completes in error, the MR stays usable, and the refusal is counted. */
+TEST_F(resp, send_with_inv_only_invalidates_invalidatable_keys) {
+    setup_pair();
+    std::vector<uint8_t> src(64, 0x21), dst(64, 0), own(64, 0);
+    mr *ms = reg(a, src.data(), src.size());
+    mr *md = reg(b, dst.data(), dst.size(), access_local_write);
+    mr *mown = reg(b, own.data(), own.size(), access_local_write);
+    ASSERT_EQ(post_recv_buf(b, dst.data(), 64, md, 1), verbs_error::ok);
+    sge sg{reinterpret_cast<uint64_t>(src.data()), 64, mr_lkey(ms)};
+    send_wr w;
+    w.wr_id = 5;
+    w.sg_list = &sg;
+    w.num_sge = 1;
+    w.opcode = wr_opcode::send_with_inv;
+    w.send_flags = send_signaled;
+    w.invalidate_rkey = mr_rkey(mown);
+    send_wr *bad;
+    ASSERT_EQ(post_send(a.qp, &w, &bad), verbs_error::ok);
+    auto rw = poll_n(b.rcq, 1);
+    ASSERT_EQ(rw.size(), 1u);
+    EXPECT_EQ(rw[0].status, wc_status::rem_inv_req_err);
+    auto sw = poll_n(a.scq, 1);
+    ASSERT_EQ(sw.size(), 1u);
+    EXPECT_EQ(sw[0].status, wc_status::rem_inv_req_err);
+    EXPECT_EQ(b.qp->cnt.inv_rkey_refused, 1u);
+    EXPECT_EQ(b.qp->cnt.inv_req_naks_sent, 1u);
+    /* the victim's MR still works */
+    EXPECT_EQ(b.ctx->mrs().lookup(mr_lkey(mown)), mown);
+}
+
+/* With access_remote_invalidate the same SEND invalidates the key. */
+TEST_F(resp, send_with_inv_invalidates_a_key_marked_for_it) {
+    setup_pair();
+    std::vector<uint8_t> src(64, 0x21), dst(64, 0), win(64, 0);
+    mr *ms = reg(a, src.data(), src.size());
+    mr *md = reg(b, dst.data(), dst.size(), access_local_write);
+    mr *mwin = reg(b, win.data(), win.size(),
+                   access_local_write | access_remote_write | access_remote_invalidate);
+    ASSERT_EQ(post_recv_buf(b, dst.data(), 64, md, 1), verbs_error::ok);
+    sge sg{reinterpret_cast<uint64_t>(src.data()), 64, mr_lkey(ms)};
+    send_wr w;
+    w.sg_list = &sg;
+    w.num_sge = 1;
+    w.opcode = wr_opcode::send_with_inv;
+    w.send_flags = send_signaled;
+    w.invalidate_rkey = mr_rkey(mwin);
+    send_wr *bad;
+    ASSERT_EQ(post_send(a.qp, &w, &bad), verbs_error::ok);
+    auto rw = poll_n(b.rcq, 1);
+    ASSERT_EQ(rw.size(), 1u);
+    EXPECT_EQ(rw[0].status, wc_status::success);
+    EXPECT_EQ(rw[0].invalidated_rkey, mr_rkey(mwin));
+    EXPECT_EQ(b.ctx->mrs().lookup(mr_rkey(mwin)), nullptr);
+    EXPECT_EQ(b.qp->cnt.inv_rkey_refused, 0u);
+    EXPECT_EQ(b.qp->state, qp_state::rts);
+}
+
 TEST_F(resp, dereg_in_the_middle_of_a_write_stops_it) {
     setup_pair();
     std::vector<uint8_t> remote(3072, 0);
