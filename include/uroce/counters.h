@@ -49,6 +49,8 @@ namespace uroce {
     X(bad_rkey, "remote requests naming an unknown, stale or invalidated R_Key")                   \
     X(rkey_violations, "remote requests refused on the R_Key's PD, access rights or range")        \
     X(inv_rkey_refused, "SEND with Invalidate refused: key not remotely invalidatable")            \
+    X(rd_atomic_refused, "READ/atomic requests refused: max_dest_rd_atomic already outstanding")   \
+    X(rd_atomic_evicted, "queued READ/atomic replays dropped to make room for a new request")      \
     X(completions, "work completions written")                                                     \
     X(error_completions, "work completions with an error status")
 

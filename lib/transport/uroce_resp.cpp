@@ -150,16 +150,29 @@ static recv_copy_status copy_to_recv_wqe(qp *q, uint64_t off, const uint8_t *fla
     return recv_copy_status::ok;
 }
 
+/* The resource for a new READ/atomic (rxe check_resource), or nullptr when
+ * the request is beyond max_dest_rd_atomic. Resources are used round-robin,
+ * so the next one is the oldest. A requester keeps at most that many READs
+ * and atomics outstanding (IBTA 9.7.5.1.4: its max_rd_atomic is at most the
+ * peer's max_dest_rd_atomic), so it sends a new one only after it has the
+ * oldest's whole response: if that response has not even left yet, the
+ * requester is over the limit and gets an Invalid Request NAK (as rxe does
+ * for max_dest_rd_atomic 0). A replay still queued for a duplicate is no
+ * longer awaited: it is dropped from the queue, and counted. */
 static rd_resource *alloc_res(qp *q) {
     auto &r = q->resp;
-    uint32_t n = q->attr.max_dest_rd_atomic ? q->attr.max_dest_rd_atomic : 1;
+    uint32_t n = q->attr.max_dest_rd_atomic;
     if (n > r.res_slots) n = r.res_slots;
+    if (n == 0) {
+        ++q->cnt.rd_atomic_refused;
+        return nullptr;
+    }
     rd_resource *res = &r.res[r.res_next % n];
     if (res->queued) {
-        /* The requester keeps at most max_dest_rd_atomic READs/atomics
-         * outstanding, so a new one means the oldest resource is done with
-         * on its side: whatever it still has queued (a replay for a
-         * duplicate) is stale. Drop it from the queue and reuse it. */
+        if (!res->replay) {
+            ++q->cnt.rd_atomic_refused;
+            return nullptr;
+        }
         uint32_t keep = r.reply_fifo_tail;
         uint16_t idx = uint16_t(res - r.res.get());
         for (uint32_t i = r.reply_fifo_tail; i != r.reply_fifo_head; ++i)
@@ -167,7 +180,9 @@ static rd_resource *alloc_res(qp *q) {
                 r.reply_fifo[(keep++) & r.reply_fifo_mask] = r.reply_fifo[i & r.reply_fifo_mask];
         r.reply_fifo_head = keep;
         res->queued = false;
+        ++q->cnt.rd_atomic_evicted;
     }
+    res->replay = false;
     r.res_next = (r.res_next + 1) % n;
     return res;
 }
@@ -229,6 +244,7 @@ static void duplicate_request(qp *q, const roce_packet &p) {
             res.cur_psn = psn;
             res.cur_off = off;
             res.end_off = res.length;
+            if (!res.queued) res.replay = true; /* else its first response is still going */
             reply_fifo_push(q, &res);
             return;
         }
@@ -242,6 +258,7 @@ static void duplicate_request(qp *q, const roce_packet &p) {
             ++q->cnt.dup_atomics;
             reply_fifo_drop_after(q, psn);
             res.cur_psn = psn;
+            if (!res.queued) res.replay = true;
             reply_fifo_push(q, &res);
             return;
         }
