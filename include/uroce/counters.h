@@ -58,6 +58,7 @@ namespace uroce {
     X(rx_pkts, "frames handed to rx_burst")                                                        \
     X(rx_parse_errors, "frames that are not well-formed RoCEv2")                                   \
     X(rx_icrc_errors, "frames with a bad ICRC")                                                    \
+    X(rx_cnp_ignored, "congestion notification packets (no congestion control: ignored)")          \
     X(rx_not_ours, "frames for another MAC or IP")                                                 \
     X(rx_no_qp, "frames for an unknown QPN")                                                       \
     X(rx_wrong_transport, "frames whose transport does not match the QP type")                     \

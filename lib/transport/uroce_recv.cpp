@@ -67,7 +67,10 @@ void device::rx_one(rte_mbuf *m) {
         ++cnt_.rx_icrc_errors;
         return;
     }
-    if (p.info->transport == ib_transport::cnp) return; /* congestion control: not in this issue */
+    if (p.info->transport == ib_transport::cnp) { /* no congestion control (yet) */
+        ++cnt_.rx_cnp_ignored;
+        return;
+    }
     gid dst =
         p.ip_version == 4 ? gid::from_ipv4(p.ipv4()->dst_addr()) : gid::from_bytes(p.ipv6()->dst);
     if (!has_gid(dst)) {

@@ -71,7 +71,14 @@ TEST_F(recv, drops_are_counted_and_harmless) {
     std::memset(rte_pktmbuf_append(m, 20), 0, 20);
     b.ctx->rx_burst(&m, 1);
     EXPECT_EQ(dc.rx_parse_errors, 1u);
-    EXPECT_EQ(dc.rx_pkts, 6u);
+    /* a CNP: no congestion control, so ignored, but counted */
+    bf = bth_fields{};
+    bf.opcode = to_u8(ib_opcode::cnp);
+    bf.dest_qp = qp_num(b.qp);
+    m = pkt_build(test_pool(), a.qp->hdr, bf, ext_fields{}, nullptr, 0, 1);
+    b.ctx->rx_burst(&m, 1);
+    EXPECT_EQ(dc.rx_cnp_ignored, 1u);
+    EXPECT_EQ(dc.rx_pkts, 7u);
     for (uint8_t v : dst)
         ASSERT_EQ(v, 0);
     EXPECT_EQ(b.qp->cnt.rx_pkts, 0u);
