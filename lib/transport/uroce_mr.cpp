@@ -35,7 +35,8 @@ void mr_table::init(uint32_t max_mr, uint64_t seed) {
     for (uint32_t i = max_mr; i >= 1; --i)
         free_.push_back(i);
     idx_bits_ = uint32_t(std::bit_width(max_mr));
-    idx_mask_ = (1u << idx_bits_) - 1;
+    index_.assign(std::bit_ceil(size_t(max_mr) * 2 + 2), key_entry{});
+    index_mask_ = uint32_t(index_.size() - 1);
     gen_mask_ = uint32_t((uint64_t(1) << (32 - idx_bits_)) - 1);
     uint64_t rng = seed ? seed : random_seed();
     for (auto &k : round_keys_)
@@ -57,14 +58,46 @@ bool mr_table::insert(mr *m) {
     m->lkey = m->rkey = key;
     m->valid = true;
     slots_[idx] = m;
+    index_add(key, idx);
     return true;
 }
 
 void mr_table::remove(mr *m) {
     if (m->index == 0 || m->index >= slots_.size() || slots_[m->index] != m) return;
+    index_erase(m->lkey);
     slots_[m->index] = nullptr;
     free_.push_back(m->index);
     m->valid = false;
+}
+
+/* Linear probing. Live keys are distinct (E_s is a bijection and slots are
+ * distinct) and the index is at most half full, so a free bucket exists. */
+void mr_table::index_add(uint32_t key, uint32_t slot) {
+    uint32_t h = key & index_mask_;
+    while (index_[h].key != 0)
+        h = (h + 1) & index_mask_;
+    index_[h] = key_entry{key, slot};
+}
+
+/* Backward-shift deletion: entries after the hole that could live in it
+ * move up, so every live key stays reachable from its home bucket without
+ * tombstones. */
+void mr_table::index_erase(uint32_t key) {
+    uint32_t hole = key & index_mask_;
+    while (index_[hole].key != key) {
+        if (index_[hole].key == 0) return; /* not there */
+        hole = (hole + 1) & index_mask_;
+    }
+    for (uint32_t j = (hole + 1) & index_mask_; index_[j].key != 0; j = (j + 1) & index_mask_) {
+        uint32_t home = index_[j].key & index_mask_;
+        /* entry j stays if its home lies cyclically in (hole, j] */
+        bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
+        if (!stays) {
+            index_[hole] = index_[j];
+            hole = j;
+        }
+    }
+    index_[hole] = key_entry{};
 }
 
 } // namespace uroce

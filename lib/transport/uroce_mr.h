@@ -14,11 +14,17 @@
  * (device_config::seed, or getrandom() when it is 0). Each registration in
  * a slot takes the next generation (the first one is random), so a slot
  * re-issues a key only after 2^(32 - idx_bits) >= 2^16 registrations; key 0
- * is never issued. lookup() inverts E_s to find the slot (O(1)) and then
- * requires the full key to equal the slot's current key, so a stale key,
- * an invalidated one or a guess fails without touching memory. Without s,
- * a guess names a given live MR with probability 2^-32, and keys issued
- * one after the other differ in about half their bits. lkey == rkey.
+ * is never issued. Without s, a guess names a given live MR with
+ * probability 2^-32, and keys issued one after the other differ in about
+ * half their bits. lkey == rkey.
+ *
+ * Lookup does not invert E_s (some 18 ns, too much for once per packet):
+ * live keys sit in an open-addressing index (linear probing, at most half
+ * full) keyed by their low bits. Keys are outputs of a secret permutation,
+ * so they spread evenly and a peer cannot choose which buckets fill up: a
+ * lookup probes about two buckets (O(1) expected). Only live keys are in
+ * the index, so a stale or guessed key, and an invalidated one (valid ==
+ * false), fail without touching memory.
  */
 #ifndef UROCE_MR_H
 #define UROCE_MR_H
@@ -59,13 +65,22 @@ class mr_table {
     void remove(mr *m);
 
     mr *lookup(uint32_t key) const {
-        uint32_t idx = decrypt(key) & idx_mask_;
-        if (idx >= slots_.size()) return nullptr;
-        mr *m = slots_[idx];
-        return (m && m->lkey == key && m->valid) ? m : nullptr;
+        for (uint32_t h = key & index_mask_;; h = (h + 1) & index_mask_) {
+            const key_entry &e = index_[h];
+            if (e.key == 0) return nullptr; /* empty bucket: not a live key (nor key 0) */
+            if (e.key == key) {
+                mr *m = slots_[e.slot];
+                return m->valid ? m : nullptr;
+            }
+        }
     }
 
   private:
+    struct key_entry {
+        uint32_t key = 0; /* 0: empty */
+        uint32_t slot = 0;
+    };
+
     static constexpr unsigned rounds = 6;
     static uint16_t round_fn(uint64_t k, uint32_t x) {
         uint64_t t = (k ^ x) * 0xff51afd7ed558ccdull;
@@ -82,22 +97,16 @@ class mr_table {
         }
         return l << 16 | r;
     }
-    uint32_t decrypt(uint32_t v) const {
-        uint32_t l = v >> 16, r = v & 0xffff;
-        for (unsigned i = rounds; i-- > 0;) {
-            uint32_t t = l;
-            l = r ^ round_fn(round_keys_[i], l);
-            r = t;
-        }
-        return l << 16 | r;
-    }
+    void index_add(uint32_t key, uint32_t slot);
+    void index_erase(uint32_t key);
 
     std::vector<mr *> slots_;
     std::vector<uint32_t> gen_; /* the generation of each slot's current (or last) key */
     std::vector<uint32_t> free_;
+    std::vector<key_entry> index_; /* live keys, a power of two >= 2 x max_mr buckets */
+    uint32_t index_mask_ = 0;
     uint64_t round_keys_[rounds] = {};
     uint32_t idx_bits_ = 0;
-    uint32_t idx_mask_ = 0;
     uint32_t gen_mask_ = 0;
 };
 

@@ -4,7 +4,9 @@
  * overflow.
  */
 #include <bit>
+#include <random>
 #include <set>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "uroce_tp_fixture.h"
@@ -137,6 +139,53 @@ TEST(mr_table_test, keys_near_a_known_key_find_nothing) {
         if (t.lookup(known + (d << 8))) ++hits; /* index << 8 style neighbours */
     }
     EXPECT_EQ(hits, 0u);
+}
+
+/* The key index under churn: random registrations and deregistrations, the
+ * table often full; every live key is found, every dead one refused (the
+ * open-addressing index's deletions keep every key reachable). */
+TEST(mr_table_test, lookup_under_churn) {
+    for (uint32_t max_mr : {1u, 7u, 64u, 1000u}) {
+        mr_table t;
+        t.init(max_mr, max_mr * 31 + 1);
+        std::vector<mr> pool(max_mr);
+        std::vector<mr *> live, idle;
+        for (auto &x : pool)
+            idle.push_back(&x);
+        std::unordered_set<uint32_t> dead;
+        std::mt19937 rng(max_mr);
+        for (int step = 0; step < 20000; ++step) {
+            bool add = !idle.empty() && (live.empty() || rng() % 5 < 3);
+            if (add) {
+                mr *x = idle.back();
+                idle.pop_back();
+                ASSERT_TRUE(t.insert(x));
+                dead.erase(x->lkey);
+                live.push_back(x);
+            } else {
+                size_t i = rng() % live.size();
+                mr *x = live[i];
+                live[i] = live.back();
+                live.pop_back();
+                t.remove(x);
+                dead.insert(x->lkey);
+                idle.push_back(x);
+            }
+            if (step % 97 == 0 || max_mr <= 7) {
+                for (mr *x : live)
+                    ASSERT_EQ(t.lookup(x->lkey), x) << max_mr << " step " << step;
+            }
+            if (step % 997 == 0) {
+                for (uint32_t k : dead)
+                    ASSERT_EQ(t.lookup(k), nullptr) << max_mr << " step " << step;
+            }
+        }
+        mr extra;
+        if (idle.empty()) {
+            EXPECT_FALSE(t.insert(&extra));
+        }
+        EXPECT_EQ(t.lookup(0), nullptr);
+    }
 }
 
 } // namespace
