@@ -46,6 +46,11 @@ namespace uroce {
     X(ud_qkey_drops, "UD packets dropped on Q_Key mismatch")                                       \
     X(ud_no_wqe_drops, "UD packets dropped, no receive WQE")                                       \
     X(state_drops, "packets dropped: QP not in a receiving state")                                 \
+    X(bad_rkey, "remote requests naming an unknown, stale or invalidated R_Key")                   \
+    X(rkey_violations, "remote requests refused on the R_Key's PD, access rights or range")        \
+    X(inv_rkey_refused, "SEND with Invalidate refused: key not remotely invalidatable")            \
+    X(rd_atomic_refused, "READ/atomic requests refused: max_dest_rd_atomic already outstanding")   \
+    X(rd_atomic_evicted, "queued READ/atomic replays dropped to make room for a new request")      \
     X(completions, "work completions written")                                                     \
     X(error_completions, "work completions with an error status")
 
@@ -53,10 +58,13 @@ namespace uroce {
     X(rx_pkts, "frames handed to rx_burst")                                                        \
     X(rx_parse_errors, "frames that are not well-formed RoCEv2")                                   \
     X(rx_icrc_errors, "frames with a bad ICRC")                                                    \
+    X(rx_cnp_ignored, "congestion notification packets (no congestion control: ignored)")          \
     X(rx_not_ours, "frames for another MAC or IP")                                                 \
     X(rx_no_qp, "frames for an unknown QPN")                                                       \
     X(rx_wrong_transport, "frames whose transport does not match the QP type")                     \
     X(rx_bad_pkey, "frames with a P_Key not in the table")                                         \
+    X(rx_ip_csum_errors, "frames with a bad IPv4 header checksum")                                 \
+    X(rx_bad_src, "frames whose addresses do not match the connected QP's path")                   \
     X(tx_pkts, "frames handed to the driver")                                                      \
     X(tx_drops, "frames the driver refused")                                                       \
     X(tx_alloc_fail, "mbuf allocation failures")                                                   \

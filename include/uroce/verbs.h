@@ -150,12 +150,21 @@ enum send_flags : unsigned {
     send_inline = 1u << 3,
 };
 
-/* ibv_access_flags */
+/* ibv_access_flags, and one of uroce's own (no ibverbs twin; a bit that
+ * ibverbs leaves unused). */
 enum access_flags : unsigned {
     access_local_write = 1u << 0,
     access_remote_write = 1u << 1,
     access_remote_read = 1u << 2,
     access_remote_atomic = 1u << 3,
+    /* The peer may invalidate this MR's key with SEND with Invalidate
+     * (IBTA 9.4.4, 10.6.6). In ibverbs only memory windows and
+     * fast-registration MRs can be remotely invalidated; uroce has neither,
+     * so an MR opts in with this flag. A SEND with Invalidate naming any
+     * other key is refused: the receive completes with rem_inv_req_err,
+     * the requester gets an Invalid Request NAK, the QP goes to ERR, and
+     * the QP counter inv_rkey_refused counts it (doc/security.md). */
+    access_remote_invalidate = 1u << 30,
 };
 
 /* ibv_wc_flags */
@@ -373,9 +382,12 @@ struct device_config {
     gid gids[4];                 /* GID table: index 0..num_gids-1 */
     unsigned num_gids = 0;
     clock_source *clock = nullptr; /* nullptr: the TSC */
-    uint64_t seed = 0;             /* key-byte generator seed (0: from the TSC) */
+    /* The secret behind memory keys (doc/security.md): 0, the default, draws
+     * one from getrandom(). Any other value makes keys reproducible, and
+     * predictable to whoever knows it: for tests only. */
+    uint64_t seed = 0;
     uint32_t max_qp = 1024;
-    uint32_t max_mr = 4096;
+    uint32_t max_mr = 4096; /* below 2^16: each slot then has >= 2^16 key generations */
     mtu max_mtu = mtu::mtu_4096;
     /* The QPNs this device hands out: first_qpn, first_qpn + 1, ..., at
      * most max_qp of them, all below 2^24 (the BTH's QPN field). QP0 and QP1

@@ -21,8 +21,7 @@ namespace uroce {
 device::device(const device_config &cfg) : cfg_(cfg), qpn_base_(cfg.first_qpn) {
     clock_ = cfg.clock ? cfg.clock : default_clock();
     timers_.start(clock_->now_ns());
-    uint64_t seed = cfg.seed ? cfg.seed : rte_rdtsc();
-    mrs_.init(cfg.max_mr, seed);
+    mrs_.init(cfg.max_mr, cfg.seed); /* seed 0: a random secret */
     qps_.assign(cfg.max_qp, nullptr);
 }
 
@@ -74,8 +73,8 @@ mr *device::reg_mr(pd *p, void *addr, size_t len, unsigned access, verbs_error *
         if (err) *err = e;
         return nullptr;
     };
-    const unsigned known =
-        access_local_write | access_remote_write | access_remote_read | access_remote_atomic;
+    const unsigned known = access_local_write | access_remote_write | access_remote_read |
+                           access_remote_atomic | access_remote_invalidate;
     if (access & ~known) return fail(verbs_error::inval);
     /* IBTA 10.6.3.1 / ibv_reg_mr(3): remote write or atomic needs local write. */
     if ((access & (access_remote_write | access_remote_atomic)) && !(access & access_local_write))

@@ -3,10 +3,28 @@
  * checks (IBTA 10.6: a key is valid only for its PD, its access rights and
  * its range; rxe_mr.c's lookup_mr/mr_check_range).
  *
- * Keys are hardware style: key = (table index << 8) | key byte. The key byte
- * is random and changes each time a slot is reused, so a stale key (after
- * dereg_mr) or a guessed one fails the lookup and never touches memory.
- * lkey == rkey. Key 0 is never issued.
+ * Keys (doc/security.md, "Memory keys"). A key names a table slot and
+ * that slot's generation, hidden by a keyed permutation of 32-bit values:
+ *
+ *     key = E_s(generation << idx_bits | slot)
+ *
+ * idx_bits is the width of max_mr (at most 16, so generations have at
+ * least 16 bits), slot is 1..max_mr, and E_s is a 6-round Feistel network
+ * on two 16-bit halves whose round keys come from the device's secret s
+ * (device_config::seed, or getrandom() when it is 0). Each registration in
+ * a slot takes the next generation (the first one is random), so a slot
+ * re-issues a key only after 2^(32 - idx_bits) >= 2^16 registrations; key 0
+ * is never issued. Without s, a guess names a given live MR with
+ * probability 2^-32, and keys issued one after the other differ in about
+ * half their bits. lkey == rkey.
+ *
+ * Lookup does not invert E_s (some 18 ns, too much for once per packet):
+ * live keys sit in an open-addressing index (linear probing, at most half
+ * full) keyed by their low bits. Keys are outputs of a secret permutation,
+ * so they spread evenly and a peer cannot choose which buckets fill up: a
+ * lookup probes about two buckets (O(1) expected). Only live keys are in
+ * the index, so a stale or guessed key, and an invalidated one (valid ==
+ * false), fail without touching memory.
  */
 #ifndef UROCE_MR_H
 #define UROCE_MR_H
@@ -40,23 +58,56 @@ enum class mr_status : uint8_t { ok, bad_key, bad_pd, no_access, out_of_range };
 
 class mr_table {
   public:
+    /* max_mr < 2^16 slots; seed 0: a secret from getrandom(). */
     void init(uint32_t max_mr, uint64_t seed);
     /* Allocate a slot and a fresh key for m; false when full. */
     bool insert(mr *m);
     void remove(mr *m);
 
     mr *lookup(uint32_t key) const {
-        uint32_t idx = key >> 8;
-        if (idx >= slots_.size()) return nullptr;
-        mr *m = slots_[idx];
-        return (m && m->lkey == key && m->valid) ? m : nullptr;
+        for (uint32_t h = key & index_mask_;; h = (h + 1) & index_mask_) {
+            const key_entry &e = index_[h];
+            if (e.key == 0) return nullptr; /* empty bucket: not a live key (nor key 0) */
+            if (e.key == key) {
+                mr *m = slots_[e.slot];
+                return m->valid ? m : nullptr;
+            }
+        }
     }
 
   private:
+    struct key_entry {
+        uint32_t key = 0; /* 0: empty */
+        uint32_t slot = 0;
+    };
+
+    static constexpr unsigned rounds = 6;
+    static uint16_t round_fn(uint64_t k, uint32_t x) {
+        uint64_t t = (k ^ x) * 0xff51afd7ed558ccdull;
+        t ^= t >> 32;
+        t *= 0xc4ceb9fe1a85ec53ull;
+        return uint16_t(t >> 48);
+    }
+    uint32_t encrypt(uint32_t v) const {
+        uint32_t l = v >> 16, r = v & 0xffff;
+        for (unsigned i = 0; i < rounds; ++i) {
+            uint32_t t = r;
+            r = l ^ round_fn(round_keys_[i], r);
+            l = t;
+        }
+        return l << 16 | r;
+    }
+    void index_add(uint32_t key, uint32_t slot);
+    void index_erase(uint32_t key);
+
     std::vector<mr *> slots_;
-    std::vector<uint8_t> last_byte_;
+    std::vector<uint32_t> gen_; /* the generation of each slot's current (or last) key */
     std::vector<uint32_t> free_;
-    uint64_t rng_ = 0;
+    std::vector<key_entry> index_; /* live keys, a power of two >= 2 x max_mr buckets */
+    uint32_t index_mask_ = 0;
+    uint64_t round_keys_[rounds] = {};
+    uint32_t idx_bits_ = 0;
+    uint32_t gen_mask_ = 0;
 };
 
 /* [va, va+len) inside m, without overflow. */

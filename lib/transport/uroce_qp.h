@@ -80,6 +80,7 @@ struct rd_resource {
     uint32_t msn = 0;
     /* output progress (READ stream or pending atomic ACK) */
     bool queued = false;
+    bool replay = false; /* queued again for a duplicate (its first response went out) */
     uint32_t cur_psn = 0;
     uint64_t cur_off = 0; /* byte offset into [va, va+length) */
     uint64_t end_off = 0;

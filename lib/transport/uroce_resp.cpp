@@ -150,16 +150,29 @@ static recv_copy_status copy_to_recv_wqe(qp *q, uint64_t off, const uint8_t *fla
     return recv_copy_status::ok;
 }
 
+/* The resource for a new READ/atomic (rxe check_resource), or nullptr when
+ * the request is beyond max_dest_rd_atomic. Resources are used round-robin,
+ * so the next one is the oldest. A requester keeps at most that many READs
+ * and atomics outstanding (IBTA 9.7.5.1.4: its max_rd_atomic is at most the
+ * peer's max_dest_rd_atomic), so it sends a new one only after it has the
+ * oldest's whole response: if that response has not even left yet, the
+ * requester is over the limit and gets an Invalid Request NAK (as rxe does
+ * for max_dest_rd_atomic 0). A replay still queued for a duplicate is no
+ * longer awaited: it is dropped from the queue, and counted. */
 static rd_resource *alloc_res(qp *q) {
     auto &r = q->resp;
-    uint32_t n = q->attr.max_dest_rd_atomic ? q->attr.max_dest_rd_atomic : 1;
+    uint32_t n = q->attr.max_dest_rd_atomic;
     if (n > r.res_slots) n = r.res_slots;
+    if (n == 0) {
+        ++q->cnt.rd_atomic_refused;
+        return nullptr;
+    }
     rd_resource *res = &r.res[r.res_next % n];
     if (res->queued) {
-        /* The requester keeps at most max_dest_rd_atomic READs/atomics
-         * outstanding, so a new one means the oldest resource is done with
-         * on its side: whatever it still has queued (a replay for a
-         * duplicate) is stale. Drop it from the queue and reuse it. */
+        if (!res->replay) {
+            ++q->cnt.rd_atomic_refused;
+            return nullptr;
+        }
         uint32_t keep = r.reply_fifo_tail;
         uint16_t idx = uint16_t(res - r.res.get());
         for (uint32_t i = r.reply_fifo_tail; i != r.reply_fifo_head; ++i)
@@ -167,7 +180,9 @@ static rd_resource *alloc_res(qp *q) {
                 r.reply_fifo[(keep++) & r.reply_fifo_mask] = r.reply_fifo[i & r.reply_fifo_mask];
         r.reply_fifo_head = keep;
         res->queued = false;
+        ++q->cnt.rd_atomic_evicted;
     }
+    res->replay = false;
     r.res_next = (r.res_next + 1) % n;
     return res;
 }
@@ -229,6 +244,7 @@ static void duplicate_request(qp *q, const roce_packet &p) {
             res.cur_psn = psn;
             res.cur_off = off;
             res.end_off = res.length;
+            if (!res.queued) res.replay = true; /* else its first response is still going */
             reply_fifo_push(q, &res);
             return;
         }
@@ -242,6 +258,7 @@ static void duplicate_request(qp *q, const roce_packet &p) {
             ++q->cnt.dup_atomics;
             reply_fifo_drop_after(q, psn);
             res.cur_psn = psn;
+            if (!res.queued) res.replay = true;
             reply_fifo_push(q, &res);
             return;
         }
@@ -415,10 +432,22 @@ static inline bool check_op_valid(const qp *q, const opcode_info &info) {
 
 /* The R_Key names an MR of the QP's PD that grants access over
  * [va, va+len) (rxe check_rkey). A zero-length request checks no R_Key
- * (IBTA 9.4.5; rxe does the same). */
+ * (IBTA 9.4.5; rxe does the same). A key that names no live MR (unknown,
+ * stale, invalidated: what guessing produces) is counted in bad_rkey, a
+ * live key used beyond its PD, rights or range in rkey_violations. */
 static inline bool check_rkey(qp *q, uint32_t rkey, unsigned access, uint64_t va, uint64_t len) {
+    if (len == 0) return true;
     mr *mm;
-    return len == 0 || mr_check(q->dev->mrs(), rkey, q->pd, access, va, len, &mm) == mr_status::ok;
+    switch (mr_check(q->dev->mrs(), rkey, q->pd, access, va, len, &mm)) {
+    case mr_status::ok:
+        return true;
+    case mr_status::bad_key:
+        ++q->cnt.bad_rkey;
+        return false;
+    default:
+        ++q->cnt.rkey_violations;
+        return false;
+    }
 }
 
 /* The request is done: count it, expect the next PSN, and ACK it if the
@@ -464,9 +493,15 @@ static bool complete_send(qp *q, const roce_packet &p) {
     }
     if (const ieth *ie = p.ieth()) {
         /* SEND with Invalidate (IBTA 9.4.4 / 10.6.6): the named R_Key of
-         * this PD stops working. */
+         * this PD stops working, if its owner made it remotely
+         * invalidatable (verbs.h access_remote_invalidate; in ibverbs: a
+         * memory window or a fast-registration MR, as rxe's
+         * invalidate_rkey requires). Any other key is an invalid request
+         * (rxe: RESPST_ERR_INVALIDATE_RKEY, class J): the receive completes
+         * in error, the QP goes to ERR, and the MR is left as it was. */
         mr *mm = q->dev->mrs().lookup(ie->rkey());
-        if (!mm || mm->pd != q->pd) {
+        if (!mm || mm->pd != q->pd || !(mm->access & access_remote_invalidate)) {
+            ++q->cnt.inv_rkey_refused;
             post_recv_cqe(q, r.wqe_id, wc_status::rem_inv_req_err, wc_opcode::recv, 0, 0, 0, 0);
             r.have_wqe = false;
             reject_request(q, p.psn(), invalid_request_nak);

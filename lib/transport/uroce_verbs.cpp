@@ -72,7 +72,7 @@ template <class T> static T *set_err(verbs_error *err, verbs_error e) {
 
 device *open_device(const device_config &cfg, verbs_error *err) {
     if (!cfg.dev || !cfg.pool || cfg.num_gids == 0 || cfg.num_gids > 4 || cfg.max_qp == 0 ||
-        cfg.max_qp > (1u << 20) || cfg.max_mr == 0 || cfg.max_mr >= (1u << 24) ||
+        cfg.max_qp > (1u << 20) || cfg.max_mr == 0 || cfg.max_mr >= (1u << 16) ||
         !mtu_valid(cfg.max_mtu))
         return set_err<device>(err, verbs_error::inval);
     /* The QPN range: not QP0/QP1, and every QPN fits the BTH's 24 bits. */

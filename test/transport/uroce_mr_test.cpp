@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * Memory regions: hardware-style keys (index << 8 | random byte), stale and
- * guessed keys refused, PD / access / bounds checks without overflow.
+ * Memory regions: keys are a keyed permutation of (slot, generation), so
+ * stale and guessed keys are refused; PD / access / bounds checks without
+ * overflow.
  */
+#include <bit>
+#include <random>
 #include <set>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "uroce_tp_fixture.h"
 
@@ -23,7 +28,7 @@ TEST(mr_table_test, keys_and_staleness) {
         x.length = 4096;
         x.access = access_local_write | access_remote_read;
         ASSERT_TRUE(t.insert(&x));
-        EXPECT_NE(x.lkey >> 8, 0u);
+        EXPECT_NE(x.lkey, 0u);
         EXPECT_EQ(t.lookup(x.lkey), &x);
         keys.insert(x.lkey);
     }
@@ -31,7 +36,7 @@ TEST(mr_table_test, keys_and_staleness) {
     mr extra;
     EXPECT_FALSE(t.insert(&extra)); /* full */
     EXPECT_EQ(t.lookup(0), nullptr);
-    /* every other key byte on the same index is refused */
+    /* keys near a live one are refused: only the live key itself works */
     unsigned accepted = 0;
     for (unsigned byte = 0; byte < 256; ++byte)
         if (t.lookup((m[3].lkey & ~0xffu) | byte)) ++accepted;
@@ -42,7 +47,7 @@ TEST(mr_table_test, keys_and_staleness) {
     EXPECT_EQ(t.lookup(old), nullptr);
     mr again = m[3];
     ASSERT_TRUE(t.insert(&again));
-    EXPECT_EQ(again.lkey >> 8, old >> 8);
+    EXPECT_EQ(again.index, m[3].index);
     EXPECT_NE(again.lkey, old);
     EXPECT_EQ(t.lookup(old), nullptr);
 
@@ -66,8 +71,121 @@ TEST(mr_table_test, keys_differ_across_seeds) {
     mr a, b;
     ASSERT_TRUE(t1.insert(&a));
     ASSERT_TRUE(t2.insert(&b));
-    EXPECT_EQ(a.lkey >> 8, b.lkey >> 8);
-    EXPECT_NE(a.lkey, b.lkey); /* same index, different key byte */
+    EXPECT_EQ(a.index, b.index);
+    EXPECT_NE(a.lkey, b.lkey); /* same slot, different secret */
+}
+
+/* One slot registered and deregistered 2^16 times never issues the same
+ * key twice, and each stale key is refused as soon as it is replaced. */
+TEST(mr_table_test, no_key_reuse_within_2_16_reregistrations) {
+    mr_table t;
+    t.init(1, 5);
+    std::unordered_set<uint32_t> seen;
+    seen.reserve(1u << 17);
+    mr m;
+    uint32_t prev = 0;
+    for (uint32_t i = 0; i < (1u << 16); ++i) {
+        ASSERT_TRUE(t.insert(&m));
+        ASSERT_NE(m.lkey, 0u);
+        ASSERT_TRUE(seen.insert(m.lkey).second) << "key reused after " << i << " registrations";
+        ASSERT_EQ(t.lookup(m.lkey), &m);
+        if (i) {
+            ASSERT_EQ(t.lookup(prev), nullptr);
+        }
+        prev = m.lkey;
+        t.remove(&m);
+        ASSERT_EQ(t.lookup(prev), nullptr);
+    }
+}
+
+/* Keys show no sequential structure: consecutive registrations differ in
+ * about half their bits, and no bit field counts up with the slot. */
+TEST(mr_table_test, keys_show_no_sequential_structure) {
+    mr_table t;
+    t.init(4096, 9);
+    std::vector<mr> m(512);
+    for (auto &x : m)
+        ASSERT_TRUE(t.insert(&x));
+    unsigned total = 0, min_bits = 32, steps_of_one = 0;
+    for (size_t i = 1; i < m.size(); ++i) {
+        uint32_t a = m[i - 1].lkey, b = m[i].lkey;
+        unsigned d = unsigned(std::popcount(a ^ b));
+        total += d;
+        min_bits = std::min(min_bits, d);
+        /* a 16-bit field of the key that counts up from one key to the next */
+        for (unsigned shift = 0; shift <= 16; shift += 4)
+            if ((((b >> shift) - (a >> shift)) & 0xffff) == 1) ++steps_of_one;
+    }
+    double mean = double(total) / double(m.size() - 1);
+    EXPECT_GT(mean, 13.0);
+    EXPECT_LT(mean, 19.0);
+    EXPECT_GE(min_bits, 4u);
+    EXPECT_LT(steps_of_one, 3u); /* chance alone: 511 * 5 / 2^16, about 0.04 */
+}
+
+/* An attacker holding one valid key tries the keys around it (the same
+ * slot's other generations, neighbouring slots): with 256 MRs live, none
+ * of 2^17 such guesses lands (chance: about 2^17 * 256 / 2^32 = 1/128). */
+TEST(mr_table_test, keys_near_a_known_key_find_nothing) {
+    mr_table t;
+    t.init(4096, 13);
+    std::vector<mr> m(256);
+    for (auto &x : m)
+        ASSERT_TRUE(t.insert(&x));
+    const uint32_t known = m[100].lkey;
+    unsigned hits = 0;
+    for (uint32_t d = 1; d < (1u << 16); ++d) {
+        if (t.lookup(known ^ d)) ++hits;        /* low bits */
+        if (t.lookup(known + (d << 8))) ++hits; /* index << 8 style neighbours */
+    }
+    EXPECT_EQ(hits, 0u);
+}
+
+/* The key index under churn: random registrations and deregistrations, the
+ * table often full; every live key is found, every dead one refused (the
+ * open-addressing index's deletions keep every key reachable). */
+TEST(mr_table_test, lookup_under_churn) {
+    for (uint32_t max_mr : {1u, 7u, 64u, 1000u}) {
+        mr_table t;
+        t.init(max_mr, max_mr * 31 + 1);
+        std::vector<mr> pool(max_mr);
+        std::vector<mr *> live, idle;
+        for (auto &x : pool)
+            idle.push_back(&x);
+        std::unordered_set<uint32_t> dead;
+        std::mt19937 rng(max_mr);
+        for (int step = 0; step < 20000; ++step) {
+            bool add = !idle.empty() && (live.empty() || rng() % 5 < 3);
+            if (add) {
+                mr *x = idle.back();
+                idle.pop_back();
+                ASSERT_TRUE(t.insert(x));
+                dead.erase(x->lkey);
+                live.push_back(x);
+            } else {
+                size_t i = rng() % live.size();
+                mr *x = live[i];
+                live[i] = live.back();
+                live.pop_back();
+                t.remove(x);
+                dead.insert(x->lkey);
+                idle.push_back(x);
+            }
+            if (step % 97 == 0 || max_mr <= 7) {
+                for (mr *x : live)
+                    ASSERT_EQ(t.lookup(x->lkey), x) << max_mr << " step " << step;
+            }
+            if (step % 997 == 0) {
+                for (uint32_t k : dead)
+                    ASSERT_EQ(t.lookup(k), nullptr) << max_mr << " step " << step;
+            }
+        }
+        mr extra;
+        if (idle.empty()) {
+            EXPECT_FALSE(t.insert(&extra));
+        }
+        EXPECT_EQ(t.lookup(0), nullptr);
+    }
 }
 
 } // namespace

@@ -71,7 +71,14 @@ TEST_F(recv, drops_are_counted_and_harmless) {
     std::memset(rte_pktmbuf_append(m, 20), 0, 20);
     b.ctx->rx_burst(&m, 1);
     EXPECT_EQ(dc.rx_parse_errors, 1u);
-    EXPECT_EQ(dc.rx_pkts, 6u);
+    /* a CNP: no congestion control, so ignored, but counted */
+    bf = bth_fields{};
+    bf.opcode = to_u8(ib_opcode::cnp);
+    bf.dest_qp = qp_num(b.qp);
+    m = pkt_build(test_pool(), a.qp->hdr, bf, ext_fields{}, nullptr, 0, 1);
+    b.ctx->rx_burst(&m, 1);
+    EXPECT_EQ(dc.rx_cnp_ignored, 1u);
+    EXPECT_EQ(dc.rx_pkts, 7u);
     for (uint8_t v : dst)
         ASSERT_EQ(v, 0);
     EXPECT_EQ(b.qp->cnt.rx_pkts, 0u);
@@ -82,6 +89,141 @@ TEST_F(recv, drops_are_counted_and_harmless) {
     EXPECT_EQ(dst[0], 0x5c);
     EXPECT_EQ(dst[99], 0x5c);
     EXPECT_EQ(dst[100], 0);
+}
+
+/* A RoCE frame from a.qp's path to b.qp: a WRITE_ONLY of 100 x 0x5c into dst,
+ * built from template t (a.qp->hdr unless changed) so the ICRC is right. */
+static rte_mbuf *write_frame(const hdr_template &t, const qp *to, uint8_t *dst, mr *md) {
+    static const std::vector<uint8_t> pl(100, 0x5c);
+    ext_fields x;
+    x.va = reinterpret_cast<uint64_t>(dst);
+    x.rkey = mr_rkey(md);
+    x.dma_length = 100;
+    bth_fields bf;
+    bf.opcode = to_u8(ib_opcode::rc_rdma_write_only);
+    bf.psn = to->resp.psn;
+    bf.dest_qp = qp_num(to);
+    bf.ack_req = true;
+    payload_src src;
+    src.flat = pl.data();
+    return pkt_build(test_pool(), t, bf, x, &src, 100, 1);
+}
+
+static ipv4_hdr *ip_of(rte_mbuf *m) {
+    roce_packet p;
+    EXPECT_EQ(parse_mbuf(m, p), parse_error::ok);
+    return const_cast<ipv4_hdr *>(p.ipv4());
+}
+
+/* The IPv4 header checksum is masked out of the ICRC (Annex A17.3.3), so
+ * only the checksum itself protects the header: a frame whose checksum is
+ * wrong is dropped and counted, whatever its ICRC says. The PMD's verdict
+ * (RTE_MBUF_F_RX_IP_CKSUM_GOOD/BAD) is trusted when it gives one. */
+TEST_F(recv, bad_ipv4_header_checksum_is_dropped) {
+    setup_pair();
+    std::vector<uint8_t> dst(4096, 0);
+    mr *md = reg(b, dst.data(), dst.size());
+    const auto &dc = b.ctx->counters();
+
+    rte_mbuf *m = write_frame(a.qp->hdr, b.qp, dst.data(), md);
+    ipv4_hdr *ip = ip_of(m);
+    ip->set_checksum(uint16_t(ip->checksum() ^ 0x0100));
+    b.ctx->rx_burst(&m, 1);
+    EXPECT_EQ(dc.rx_ip_csum_errors, 1u);
+    EXPECT_EQ(dc.rx_icrc_errors, 0u);
+    EXPECT_EQ(dst[0], 0);
+    EXPECT_EQ(b.qp->cnt.rx_pkts, 0u);
+
+    /* the PMD says BAD: dropped although the checksum is right */
+    m = write_frame(a.qp->hdr, b.qp, dst.data(), md);
+    m->ol_flags |= RTE_MBUF_F_RX_IP_CKSUM_BAD;
+    b.ctx->rx_burst(&m, 1);
+    EXPECT_EQ(dc.rx_ip_csum_errors, 2u);
+    EXPECT_EQ(dst[0], 0);
+
+    /* the PMD says GOOD: not summed again */
+    m = write_frame(a.qp->hdr, b.qp, dst.data(), md);
+    ip = ip_of(m);
+    ip->set_checksum(uint16_t(ip->checksum() ^ 0x0100));
+    m->ol_flags |= RTE_MBUF_F_RX_IP_CKSUM_GOOD;
+    b.ctx->rx_burst(&m, 1);
+    EXPECT_EQ(dc.rx_ip_csum_errors, 2u);
+    EXPECT_EQ(b.qp->cnt.rx_pkts, 1u);
+    EXPECT_EQ(dst[0], 0x5c);
+}
+
+/* A connected QP takes packets only from its path (rxe_recv.c check_addr):
+ * the source GID must be the QP's destination GID and the destination GID
+ * its source GID. A WRITE from another IP is dropped and counted. */
+TEST_F(recv, request_from_a_foreign_address_is_dropped) {
+    setup_pair();
+    std::vector<uint8_t> dst(4096, 0);
+    mr *md = reg(b, dst.data(), dst.size());
+    const auto &dc = b.ctx->counters();
+
+    hdr_template t = a.qp->hdr;
+    reinterpret_cast<ipv4_hdr *>(t.bytes + t.l2_len)->set_src_addr(0x0a000063); /* 10.0.0.99 */
+    rte_mbuf *m = write_frame(t, b.qp, dst.data(), md);
+    b.ctx->rx_burst(&m, 1);
+    EXPECT_EQ(dc.rx_bad_src, 1u);
+    EXPECT_EQ(b.qp->cnt.rx_pkts, 0u);
+    EXPECT_EQ(dst[0], 0);
+    EXPECT_EQ(b.qp->state, qp_state::rts);
+
+    /* the right source, intact, is accepted */
+    m = write_frame(a.qp->hdr, b.qp, dst.data(), md);
+    b.ctx->rx_burst(&m, 1);
+    EXPECT_EQ(dc.rx_bad_src, 1u);
+    EXPECT_EQ(b.qp->cnt.rx_pkts, 1u);
+    EXPECT_EQ(dst[0], 0x5c);
+}
+
+/* The same for responses: a READ response from another IP does not complete
+ * the READ; the genuine one (after a retry) does. */
+TEST_F(recv, response_from_a_foreign_address_is_dropped) {
+    opt.timeout = 8; /* ~1 ms: the retry comes quickly */
+    setup_pair();
+    std::vector<uint8_t> src(256), dst(256, 0);
+    fill_pattern(src.data(), src.size(), 3);
+    mr *ms = reg(b, src.data(), src.size());
+    mr *md = reg(a, dst.data(), dst.size());
+    /* B's responses are lost until the forged one has been tried */
+    bool block = true;
+    link->set_filter(
+        [&](rte_mbuf *, const memlink_port *from) { return !(block && from == b.port); });
+    ASSERT_EQ(post_one(a, wr_opcode::rdma_read, dst.data(), 256, md, 7,
+                       reinterpret_cast<uint64_t>(src.data()), mr_rkey(ms)),
+              verbs_error::ok);
+    settle();
+    ASSERT_EQ(b.qp->cnt.rx_pkts, 1u); /* B served it; the response was lost */
+    const uint32_t psn = sq_at(a.qp, a.qp->sq_comp).first_psn;
+
+    std::vector<uint8_t> evil(256, 0xee);
+    hdr_template t = b.qp->hdr;
+    reinterpret_cast<ipv4_hdr *>(t.bytes + t.l2_len)->set_src_addr(0x0a000063);
+    bth_fields bf;
+    bf.opcode = to_u8(ib_opcode::rc_rdma_read_response_only);
+    bf.psn = psn;
+    bf.dest_qp = qp_num(a.qp);
+    ext_fields x;
+    x.syndrome = aeth_syndrome::make_ack(aeth_syndrome::ack_unlimited_credits);
+    x.msn = 1;
+    payload_src ps;
+    ps.flat = evil.data();
+    rte_mbuf *m = pkt_build(test_pool(), t, bf, x, &ps, 256, 1);
+    ASSERT_NE(m, nullptr);
+    a.ctx->rx_burst(&m, 1);
+    EXPECT_EQ(a.ctx->counters().rx_bad_src, 1u);
+    wc w;
+    EXPECT_EQ(poll_cq(a.scq, 1, &w), 0);
+    EXPECT_EQ(dst[0], 0);
+
+    block = false;
+    auto c = poll_n(a.scq, 1);
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0].status, wc_status::success);
+    EXPECT_EQ(src, dst);
+    EXPECT_EQ(a.ctx->counters().rx_bad_src, 1u);
 }
 
 TEST_F(recv, counters_have_names_and_sum) {

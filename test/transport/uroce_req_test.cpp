@@ -102,7 +102,7 @@ TEST_F(req, send_opcodes_with_imm_and_inv) {
     watch();
     std::vector<uint8_t> src(2500), dst(2500);
     mr *ms = reg(a, src.data(), src.size());
-    mr *md = reg(b, dst.data(), dst.size());
+    mr *md = reg(b, dst.data(), dst.size(), access_local_write | access_remote_invalidate);
     for (int i = 0; i < 3; ++i)
         ASSERT_EQ(post_recv_buf(b, dst.data(), 2500, md, i), verbs_error::ok);
     sge s{reinterpret_cast<uint64_t>(src.data()), 2500, mr_lkey(ms)};

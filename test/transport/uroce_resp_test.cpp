@@ -225,6 +225,11 @@ TEST_F(resp, rkey_bounds_and_access_errors) {
         EXPECT_EQ(sw[0].status, wc_status::rem_access_err) << int(c.op) << " " << c.what;
         EXPECT_EQ(sw[1].status, wc_status::wr_flush_err);
         EXPECT_EQ(b.qp->cnt.access_naks_sent, 1u);
+        /* unknown or stale keys and valid keys used beyond their rights
+         * are counted apart (doc/security.md) */
+        const bool key_unknown = c.what == 0 || c.what == 3;
+        EXPECT_EQ(b.qp->cnt.bad_rkey, key_unknown ? 1u : 0u) << c.what;
+        EXPECT_EQ(b.qp->cnt.rkey_violations, key_unknown ? 0u : 1u) << c.what;
         for (uint8_t x : remote)
             ASSERT_EQ(x, 0x33);
         if (c.op == wr_opcode::rdma_read) {
@@ -235,6 +240,175 @@ TEST_F(resp, rkey_bounds_and_access_errors) {
         EXPECT_EQ(b.qp->state, qp_state::err);
         TearDown();
     }
+}
+
+/* SEND with Invalidate may invalidate only a key its owner made remotely
+ * invalidatable (access_remote_invalidate: ibverbs' memory windows and
+ * fast-registration MRs). Naming any other key of the PD, here the
+ * victim's own receive buffer registered for local access only, is an
+ * invalid request (rxe: RESPST_ERR_INVALIDATE_RKEY, class J): the receive
+ * completes in error, the MR stays usable, and the refusal is counted. */
+TEST_F(resp, send_with_inv_only_invalidates_invalidatable_keys) {
+    setup_pair();
+    std::vector<uint8_t> src(64, 0x21), dst(64, 0), own(64, 0);
+    mr *ms = reg(a, src.data(), src.size());
+    mr *md = reg(b, dst.data(), dst.size(), access_local_write);
+    mr *mown = reg(b, own.data(), own.size(), access_local_write);
+    ASSERT_EQ(post_recv_buf(b, dst.data(), 64, md, 1), verbs_error::ok);
+    sge sg{reinterpret_cast<uint64_t>(src.data()), 64, mr_lkey(ms)};
+    send_wr w;
+    w.wr_id = 5;
+    w.sg_list = &sg;
+    w.num_sge = 1;
+    w.opcode = wr_opcode::send_with_inv;
+    w.send_flags = send_signaled;
+    w.invalidate_rkey = mr_rkey(mown);
+    send_wr *bad;
+    ASSERT_EQ(post_send(a.qp, &w, &bad), verbs_error::ok);
+    auto rw = poll_n(b.rcq, 1);
+    ASSERT_EQ(rw.size(), 1u);
+    EXPECT_EQ(rw[0].status, wc_status::rem_inv_req_err);
+    auto sw = poll_n(a.scq, 1);
+    ASSERT_EQ(sw.size(), 1u);
+    EXPECT_EQ(sw[0].status, wc_status::rem_inv_req_err);
+    EXPECT_EQ(b.qp->cnt.inv_rkey_refused, 1u);
+    EXPECT_EQ(b.qp->cnt.inv_req_naks_sent, 1u);
+    /* the victim's MR still works */
+    EXPECT_EQ(b.ctx->mrs().lookup(mr_lkey(mown)), mown);
+}
+
+/* With access_remote_invalidate the same SEND invalidates the key. */
+TEST_F(resp, send_with_inv_invalidates_a_key_marked_for_it) {
+    setup_pair();
+    std::vector<uint8_t> src(64, 0x21), dst(64, 0), win(64, 0);
+    mr *ms = reg(a, src.data(), src.size());
+    mr *md = reg(b, dst.data(), dst.size(), access_local_write);
+    mr *mwin = reg(b, win.data(), win.size(),
+                   access_local_write | access_remote_write | access_remote_invalidate);
+    ASSERT_EQ(post_recv_buf(b, dst.data(), 64, md, 1), verbs_error::ok);
+    sge sg{reinterpret_cast<uint64_t>(src.data()), 64, mr_lkey(ms)};
+    send_wr w;
+    w.sg_list = &sg;
+    w.num_sge = 1;
+    w.opcode = wr_opcode::send_with_inv;
+    w.send_flags = send_signaled;
+    w.invalidate_rkey = mr_rkey(mwin);
+    send_wr *bad;
+    ASSERT_EQ(post_send(a.qp, &w, &bad), verbs_error::ok);
+    auto rw = poll_n(b.rcq, 1);
+    ASSERT_EQ(rw.size(), 1u);
+    EXPECT_EQ(rw[0].status, wc_status::success);
+    EXPECT_EQ(rw[0].invalidated_rkey, mr_rkey(mwin));
+    EXPECT_EQ(b.ctx->mrs().lookup(mr_rkey(mwin)), nullptr);
+    EXPECT_EQ(b.qp->cnt.inv_rkey_refused, 0u);
+    EXPECT_EQ(b.qp->state, qp_state::rts);
+}
+
+/* ---- max_dest_rd_atomic (IBTA 9.5 / 9.7.5.1.4; rxe check_resource): the
+ * responder keeps that many READ/atomic resources. A READ or atomic that
+ * finds every one of them still sending its first response comes from a
+ * requester beyond the limit: Invalid Request NAK, counted. */
+class resp_rd : public resp {
+  protected:
+    /* A with max_rd_atomic 16, B with max_dest_rd_atomic dest */
+    void setup_limits(uint8_t dest) {
+        make_link();
+        open(a, a.port, gid_for(0), mac_a, 11);
+        open(b, b.port, gid_for(1), mac_b, 22);
+        a.qp = make_qp(a);
+        b.qp = make_qp(b);
+        opt.max_rd_atomic = 16;
+        connect(a, b, opt.psn_a, opt.psn_b);
+        opt.max_rd_atomic = dest;
+        connect(b, a, opt.psn_b, opt.psn_a);
+    }
+    /* A READ_REQUEST of 64 bytes of buf, as a.qp would send it. */
+    rte_mbuf *read_req(uint32_t psn, uint8_t *buf, mr *m) {
+        bth_fields bf;
+        bf.opcode = to_u8(ib_opcode::rc_rdma_read_request);
+        bf.psn = psn;
+        bf.dest_qp = qp_num(b.qp);
+        ext_fields x;
+        x.va = reinterpret_cast<uint64_t>(buf);
+        x.rkey = mr_rkey(m);
+        x.dma_length = 64;
+        return pkt_build(test_pool(), a.qp->hdr, bf, x, nullptr, 0, 1);
+    }
+};
+
+TEST_F(resp_rd, reads_beyond_max_dest_rd_atomic_are_refused) {
+    setup_limits(2);
+    std::vector<uint8_t> buf(64, 0x42);
+    mr *m = reg(b, buf.data(), buf.size());
+    rte_mbuf *pkts[16];
+    const uint32_t psn = b.qp->resp.psn;
+    for (uint32_t i = 0; i < 16; ++i)
+        pkts[i] = read_req(psn_add(psn, i), buf.data(), m);
+    b.ctx->rx_burst(pkts, 16); /* all 16 before any response can leave */
+    EXPECT_EQ(b.qp->cnt.rx_pkts, 2u);
+    EXPECT_EQ(b.qp->cnt.rd_atomic_refused, 1u);
+    EXPECT_EQ(b.qp->cnt.rd_atomic_evicted, 0u);
+    EXPECT_EQ(b.qp->cnt.inv_req_naks_sent, 1u);
+    EXPECT_EQ(b.qp->state, qp_state::err);
+    EXPECT_EQ(b.qp->cnt.state_drops, 13u);
+}
+
+TEST_F(resp_rd, max_dest_rd_atomic_zero_serves_no_read) {
+    setup_limits(0);
+    std::vector<uint8_t> buf(64, 0x42);
+    mr *m = reg(b, buf.data(), buf.size());
+    rte_mbuf *p = read_req(b.qp->resp.psn, buf.data(), m);
+    b.ctx->rx_burst(&p, 1);
+    EXPECT_EQ(b.qp->cnt.rx_pkts, 0u);
+    EXPECT_EQ(b.qp->cnt.rd_atomic_refused, 1u);
+    EXPECT_EQ(b.qp->cnt.inv_req_naks_sent, 1u);
+    EXPECT_EQ(b.qp->state, qp_state::err);
+}
+
+/* A duplicate READ queues a replay of its saved response; a new READ that
+ * needs that resource drops the replay (the requester, which sent the new
+ * READ, no longer waits for it) and counts the eviction. */
+TEST_F(resp_rd, a_queued_replay_is_evicted_and_counted) {
+    setup_limits(2);
+    std::vector<uint8_t> buf(64, 0x42);
+    mr *m = reg(b, buf.data(), buf.size());
+    const uint32_t psn = b.qp->resp.psn;
+    for (uint32_t i = 0; i < 2; ++i) {
+        rte_mbuf *p = read_req(psn_add(psn, i), buf.data(), m);
+        b.ctx->rx_burst(&p, 1); /* answered at once */
+    }
+    rte_mbuf *pkts[2] = {read_req(psn, buf.data(), m), read_req(psn_add(psn, 2), buf.data(), m)};
+    b.ctx->rx_burst(pkts, 2);
+    EXPECT_EQ(b.qp->cnt.dup_reads, 1u);
+    EXPECT_EQ(b.qp->cnt.rd_atomic_evicted, 1u);
+    EXPECT_EQ(b.qp->cnt.rd_atomic_refused, 0u);
+    EXPECT_EQ(b.qp->cnt.rx_pkts, 3u);
+    EXPECT_EQ(b.qp->state, qp_state::rts);
+}
+
+/* A requester that keeps to the limit is never refused, losses and
+ * duplicates included. */
+TEST_F(resp_rd, reads_within_the_limit_are_never_refused) {
+    opt.max_rd_atomic = 2;
+    setup_pair();
+    link->set_faults(0.05, 0.3, 0, 0, 0, 0);
+    std::vector<uint8_t> src(128 * 1024), dst(128 * 1024, 0);
+    fill_pattern(src.data(), src.size(), 4);
+    mr *ms = reg(b, src.data(), src.size());
+    mr *md = reg(a, dst.data(), dst.size());
+    for (int i = 0; i < 64; ++i) {
+        uint32_t len = 1000 + 5 * uint32_t(i);
+        ASSERT_EQ(post_one(a, wr_opcode::rdma_read, dst.data() + i * 2048, len, md, i,
+                           reinterpret_cast<uint64_t>(src.data() + i * 2048), mr_rkey(ms)),
+                  verbs_error::ok);
+    }
+    auto sw = poll_n(a.scq, 64);
+    ASSERT_EQ(sw.size(), 64u);
+    for (const wc &w : sw)
+        EXPECT_EQ(w.status, wc_status::success) << w.wr_id;
+    EXPECT_EQ(b.qp->cnt.rd_atomic_refused, 0u);
+    for (int i = 0; i < 64; ++i)
+        ASSERT_EQ(std::memcmp(dst.data() + i * 2048, src.data() + i * 2048, 1000), 0) << i;
 }
 
 TEST_F(resp, dereg_in_the_middle_of_a_write_stops_it) {

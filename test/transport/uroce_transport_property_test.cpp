@@ -220,7 +220,9 @@ class property : public pair_fixture {
                         }
                         if (op == wr_opcode::send_with_inv) {
                             s.inv_bufs.emplace_back(64);
-                            w.invalidate_rkey = mr_rkey(reg(*s.resp, s.inv_bufs.back().data(), 64));
+                            w.invalidate_rkey =
+                                mr_rkey(reg(*s.resp, s.inv_bufs.back().data(), 64,
+                                            access_local_write | access_remote_invalidate));
                             er.flags = wc_with_inv;
                             er.imm = w.invalidate_rkey;
                         }

@@ -49,7 +49,8 @@ TEST_F(verbs_e2e, rc_send_with_imm_and_inv) {
     std::vector<uint8_t> src(5000), dst(5000), victim(64);
     mr *ms = reg(a, src.data(), src.size());
     mr *md = reg(b, dst.data(), dst.size());
-    mr *mv = reg(b, victim.data(), victim.size());
+    mr *mv = reg(b, victim.data(), victim.size(),
+                 access_local_write | access_remote_write | access_remote_invalidate);
     fill_pattern(src.data(), src.size(), 7);
     ASSERT_EQ(post_recv_buf(b, dst.data(), 5000, md, 1), verbs_error::ok);
     ASSERT_EQ(post_recv_buf(b, dst.data(), 5000, md, 2), verbs_error::ok);
