@@ -42,7 +42,8 @@ namespace uroce {
     X(dup_responses, "stale or duplicate responses dropped")                                       \
     X(bad_responses, "responses that match no outstanding request")                                \
     X(opcode_seq_errors, "opcode sequence errors")                                                 \
-    X(uc_dropped, "UC packets dropped after a PSN gap")                                            \
+    X(uc_dropped, "UC packets dropped: after a PSN gap, or of a refused message (R_Key, access, "  \
+                  "length, no receive WQE)")                                                       \
     X(ud_qkey_drops, "UD packets dropped on Q_Key mismatch")                                       \
     X(ud_no_wqe_drops, "UD packets dropped, no receive WQE")                                       \
     X(state_drops, "packets dropped: QP not in a receiving state")                                 \

@@ -316,8 +316,7 @@ static void ud_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
  * fatal, sent at once before the QP goes to ERR (IBTA 9.9.3.1, class C/D).
  * UC has no NAKs (IBTA 9.8.3): the rest of the message is dropped, up to
  * the next FIRST/ONLY, and counted in uc_counter where one is given. */
-static void reject_request(qp *q, uint32_t psn, uint8_t syndrome,
-                           uint64_t qp_counters::*uc_counter = nullptr) {
+static void reject_request(qp *q, uint32_t psn, uint8_t syndrome) {
     auto &r = q->resp;
     if (q->type == qp_type::rc) {
         if (aeth_syndrome::type(syndrome) == aeth_syndrome::type_rnr_nak) {
@@ -329,7 +328,7 @@ static void reject_request(qp *q, uint32_t psn, uint8_t syndrome,
         }
         return;
     }
-    if (uc_counter) ++(q->cnt.*uc_counter);
+    ++q->cnt.uc_dropped; /* UC has no NAK: the counter is the only trace */
     r.uc_drop = true;
     r.in_msg = r.none;
     r.psn = psn_add(psn, 1);
@@ -521,7 +520,7 @@ static bool complete_send(qp *q, const roce_packet &p) {
 static void rcv_send(qp *q, const roce_packet &p, rte_mbuf *m) {
     /* check_resource: the receive WQE is taken at FIRST/ONLY */
     if (p.info->has(op_flag::first) && !get_recv_wqe(q)) {
-        reject_request(q, p.psn(), rnr_nak(q), &qp_counters::uc_dropped);
+        reject_request(q, p.psn(), rnr_nak(q));
         return;
     }
     if (!execute_send(q, p, m)) return;

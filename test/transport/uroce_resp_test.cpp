@@ -605,6 +605,30 @@ TEST_F(resp, uc_drops_until_next_first) {
     EXPECT_EQ(sw.size(), 2u); /* UC completes at the sender regardless */
 }
 
+/* UC has no NAK (IBTA 9.8.3): a refused message is dropped, the memory
+ * untouched, and the drop counted, since nothing else would show it. */
+TEST_F(resp, uc_refused_write_is_counted) {
+    opt.type = qp_type::uc;
+    setup_pair();
+    std::vector<uint8_t> src(256), dst(256, 0); /* one packet: the refused one itself */
+    mr *ms = reg(a, src.data(), src.size());
+    mr *md = reg(b, dst.data(), dst.size());
+    fill_pattern(src.data(), src.size(), 9);
+    ASSERT_EQ(post_one(a, wr_opcode::rdma_write, src.data(), 256, ms, 1,
+                       reinterpret_cast<uint64_t>(dst.data()), mr_rkey(md) ^ 0x100),
+              verbs_error::ok);
+    settle();
+    EXPECT_EQ(dst, std::vector<uint8_t>(256, 0));
+    EXPECT_EQ(b.qp->cnt.uc_dropped, 1u); /* 0 before: the refusal itself went uncounted */
+    /* and the next message is received as if nothing had happened */
+    ASSERT_EQ(post_one(a, wr_opcode::rdma_write, src.data(), 256, ms, 2,
+                       reinterpret_cast<uint64_t>(dst.data()), mr_rkey(md)),
+              verbs_error::ok);
+    settle();
+    EXPECT_EQ(dst, src);
+    EXPECT_EQ(b.qp->cnt.uc_dropped, 1u);
+}
+
 /* Atomics are host atomics: two responders on two threads (two devices,
  * as two lcores would run them) applying FETCH_ADD and CMP_SWAP to the same
  * 8 bytes lose no update. */
