@@ -108,10 +108,13 @@ inline constexpr uint64_t k_x64 = rev33_of_mod(xpow_mod(64));
 
 /* Fold-by-distance table. fold_k(d) folds a 16-byte block forward by d
  * blocks (D = 128*d bits): { lo: rev33(x^(D+32) mod P), hi: rev33(x^(D-32) mod P) }.
- * The table is stored in DEcreasing distance so that two consecutive entries
- * form the constant for a 256-bit register whose low lane sits at distance d
- * and whose high lane sits at distance d-1 (one 32-byte load). */
-inline constexpr unsigned fold_max_dist = 32;
+ * The table is stored in DEcreasing distance so that consecutive entries form
+ * the constant of a wide register whose lanes hold consecutive blocks: a
+ * 256-bit register with its low lane at distance d and its high lane at d-1
+ * is one 32-byte load, a 512-bit one (lanes at d, d-1, d-2, d-3) one 64-byte
+ * load. 64 distances cover the 512-bit engine's 8 accumulators (its final
+ * fold reaches distance 8*4-1+32 = 63, see uroce_crc32_vclmul512.cpp). */
+inline constexpr unsigned fold_max_dist = 64;
 
 struct alignas(16) fold_pair {
     uint64_t lo; /* multiplies bytes 0..7 of the block (the higher-degree half) */

@@ -31,6 +31,14 @@ uint32_t crc32_update_masked_clmul_vex(uint32_t reg, const uint8_t *p, const uin
 /* AVX usable (CPUID + OS-enabled YMM state). */
 bool cpu_has_avx();
 
+/* The 512-bit engine runs zmm code from this many bytes; shorter inputs go to
+ * the 256-bit engine (crossover measured, doc/icrc.md). The dispatcher only
+ * needs to look at DPDK's SIMD bitwidth for calls that would run zmm code. */
+#ifndef UROCE_ZMM_MIN
+#define UROCE_ZMM_MIN 256
+#endif
+inline constexpr size_t crc32_zmm_min = UROCE_ZMM_MIN;
+
 } // namespace uroce::crc32_detail
 
 #endif
