@@ -31,7 +31,8 @@
 namespace uroce {
 namespace {
 
-constexpr crc32_path all_paths[] = {crc32_path::scalar, crc32_path::clmul, crc32_path::vclmul};
+constexpr crc32_path all_paths[] = {crc32_path::scalar, crc32_path::clmul, crc32_path::vclmul,
+                                    crc32_path::vclmul512};
 
 using update_fn = uint32_t (*)(uint32_t, const void *, size_t);
 
@@ -41,6 +42,8 @@ update_fn fn_of(crc32_path p) {
         return crc32_update_clmul;
     case crc32_path::vclmul:
         return crc32_update_vclmul;
+    case crc32_path::vclmul512:
+        return crc32_update_vclmul512;
     default:
         return crc32_update_scalar;
     }
@@ -163,7 +166,7 @@ TEST_P(crc32_path_test, long_inputs) {
  * constant for one lane or one distance that random data might hide in a
  * single test, because each bit exercises one column of the fold). */
 TEST_P(crc32_path_test, single_bit_inputs) {
-    for (size_t len : {16u, 31u, 64u, 100u, 272u, 300u, 513u, 1024u}) {
+    for (size_t len : {16u, 31u, 64u, 100u, 272u, 300u, 513u, 1024u, 1100u, 2000u}) {
         std::vector<uint8_t> v(len, 0);
         ASSERT_EQ(fn(~0u, v.data(), len) ^ ~0u, zlib_crc(0, v.data(), len));
         std::fill(v.begin(), v.end(), 0xFF);
@@ -308,9 +311,13 @@ TEST(crc32_dispatch, names_and_support) {
     EXPECT_STREQ(crc32_path_name(crc32_path::scalar), "scalar");
     EXPECT_STREQ(crc32_path_name(crc32_path::clmul), "pclmulqdq");
     EXPECT_STREQ(crc32_path_name(crc32_path::vclmul), "vpclmulqdq-avx2");
+    EXPECT_STREQ(crc32_path_name(crc32_path::vclmul512), "vpclmulqdq-avx512");
     EXPECT_TRUE(crc32_path_supported(crc32_path::scalar));
     EXPECT_TRUE(crc32_path_supported(crc32_best_path()));
-    /* vclmul implies clmul. */
+    /* vclmul512 implies vclmul implies clmul. */
+    if (crc32_path_supported(crc32_path::vclmul512)) {
+        EXPECT_TRUE(crc32_path_supported(crc32_path::vclmul));
+    }
     if (crc32_path_supported(crc32_path::vclmul)) {
         EXPECT_TRUE(crc32_path_supported(crc32_path::clmul));
     }
