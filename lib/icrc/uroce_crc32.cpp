@@ -130,10 +130,13 @@ crc32_fn fn_of(crc32_path p, unsigned limit) {
     }
 }
 
-masked_fn masked_fn_of(crc32_path p) {
-    /* The ICRC's masked calls are at most 256 bytes: the 128-bit short form
-     * is the fastest there on every SIMD path (doc/icrc.md). */
+masked_fn masked_fn_of(crc32_path p, unsigned limit) {
+    /* The ICRC's masked calls are at most 256 bytes: the 128-bit short form,
+     * or with zmm up to 64 bytes the one-register form (doc/icrc.md). While
+     * the limit is unknown the zmm form is not used: the probe only sees
+     * crc32_update calls. */
     if (p == crc32_path::scalar) return crc32_detail::crc32_update_masked_scalar;
+    if (p == crc32_path::vclmul512 && limit) return crc32_detail::crc32_update_masked_vclmul512;
     return caps().avx ? crc32_detail::crc32_update_masked_clmul_vex
                       : crc32_detail::crc32_update_masked_clmul_sse;
 }
@@ -150,12 +153,13 @@ std::atomic<crc32_path> g_requested{crc32_path::scalar};
 void install(crc32_path p, unsigned limit) {
     g_path.store(p, std::memory_order_relaxed);
     g_fn.store(fn_of(p, limit), std::memory_order_relaxed);
-    g_masked_fn.store(masked_fn_of(p), std::memory_order_relaxed);
+    g_masked_fn.store(masked_fn_of(p, limit), std::memory_order_relaxed);
 }
 
 /* vpclmulqdq-avx512 while DPDK's limit is unknown (see the top of the file). */
 uint32_t crc32_update_vclmul512_probe(uint32_t reg, const void *data, size_t len) {
-    if (len >= crc32_detail::crc32_zmm_min && simd_limit() != 0) [[unlikely]] {
+    if (len < crc32_detail::crc32_zmm_min) return crc32_update_vclmul(reg, data, len);
+    if (simd_limit() != 0) [[unlikely]] {
         crc32_refresh_path();
         return crc32_update(reg, data, len);
     }

@@ -15,9 +15,11 @@
  * each folded by 4 * UROCE_ZMM_ACCS blocks per iteration, and merges the two
  * products and the next data with one VPTERNLOGQ.
  *
- * Inputs shorter than crc32_zmm_min go to the 256-bit engine (a direct tail
- * call): there the cost is latency, not multiplier throughput, and zmm gains
- * nothing (measured, doc/icrc.md).
+ * Inputs of 16 to 64 bytes take one zmm and a direct 512 -> 64 bit
+ * reduction (crc_zmm_upto64, also the ICRC's masked form for headers). From
+ * 65 bytes up to crc32_zmm_min they go to the 256-bit engine (a direct tail
+ * call): there the cost is latency, and zmm folding gains nothing (measured,
+ * doc/icrc.md).
  */
 /* GCC 12's AVX-512 intrinsics build their "undefined" pass-through operands
  * from self-initialised variables, which -Wmaybe-uninitialized flags once
@@ -135,6 +137,38 @@ UROCE_ZMM_INLINE __m128i append_tail(__m128i t128, const uint8_t *end, unsigned 
     return _mm_xor_si128(block, fold16(head, fold_k(1)));
 }
 
+/* 16 <= n <= 64 bytes in one zmm, placed at its top by a masked load (the
+ * n bytes end where the register ends; leading zeros are free). No fold and
+ * no 128-bit stage: each 32-bit piece of each lane is multiplied by its own
+ * constant straight to 64 bits (piece_table, 4 multiplies for all 16
+ * pieces), the start register by x^(8n) mod P (one more, independent of the
+ * data), then the lanes are XORed and one Barrett step gives the register.
+ * A masked-out byte is neither read nor able to fault, so the load may start
+ * before p (no memory outside [p, p+n) is touched). If Masked, each byte is
+ * ORed with its mask byte (crc32_update_masked). */
+template <bool Masked>
+UROCE_ZMM_INLINE uint32_t crc_zmm_upto64(uint32_t reg, const uint8_t *p, const uint8_t *mask,
+                                         size_t n) {
+    const __mmask64 top = ~uint64_t(0) << (64 - n);
+    const auto from = [n](const uint8_t *x) {
+        return reinterpret_cast<const void *>(reinterpret_cast<uintptr_t>(x) - (64 - n));
+    };
+    __m512i z = _mm512_maskz_loadu_epi8(top, from(p));
+    if constexpr (Masked) z = _mm512_or_si512(z, _mm512_maskz_loadu_epi8(top, from(mask)));
+    const __m512i even = _mm512_maskz_mov_epi32(0x5555, z); /* pieces 0 and 2 of each lane */
+    const __m512i odd = _mm512_srli_epi64(z, 32);           /* pieces 1 and 3 */
+    const __m512i ka = _mm512_load_si512(piece_table.a);
+    const __m512i kb = _mm512_load_si512(piece_table.b);
+    const __m512i s =
+        xor3(_mm512_clmulepi64_epi128(even, ka, 0x00), _mm512_clmulepi64_epi128(even, ka, 0x11),
+             _mm512_clmulepi64_epi128(odd, kb, 0x00));
+    const __m128i r = _mm_clmulepi64_si128(
+        _mm_cvtsi32_si128(static_cast<int>(reg)),
+        _mm_loadl_epi64(reinterpret_cast<const __m128i *>(&reg_shift_table[n])), 0x00);
+    return barrett64(
+        _mm_xor_si128(r, xor_lanes(_mm512_xor_si512(s, _mm512_clmulepi64_epi128(odd, kb, 0x11)))));
+}
+
 /* 6 * 16 <= n < 16 * (fold_max_dist + 1) bytes, no loop: every block folds
  * straight to the last block's position, all multiplies independent. As in
  * the 256-bit short form, the seeded first block and the head are folded as
@@ -204,10 +238,21 @@ template <unsigned N> UROCE_ZMM_INLINE uint32_t crc_zmm(uint32_t reg, const uint
 } // namespace
 } // namespace crc32_detail
 
+namespace crc32_detail {
+
+UROCE_ZMM_TARGET uint32_t crc32_update_masked_vclmul512(uint32_t reg, const uint8_t *p,
+                                                        const uint8_t *mask, size_t n) {
+    if (n <= 64) return crc_zmm_upto64<true>(reg, p, mask, n);
+    return crc_xmm_short<true>(reg, p, mask, n);
+}
+
+} // namespace crc32_detail
+
 UROCE_ZMM_TARGET uint32_t crc32_update_vclmul512(uint32_t reg, const void *data, size_t len) {
     using namespace crc32_detail;
-    if (len < crc32_zmm_min) return crc32_update_vclmul(reg, data, len);
     const uint8_t *p = static_cast<const uint8_t *>(data);
+    if (len >= 16 && len <= 64) return crc_zmm_upto64<false>(reg, p, nullptr, len);
+    if (len < crc32_zmm_min) return crc32_update_vclmul(reg, data, len);
     if (len < UROCE_ZMM_LOOP_MIN) return crc_zmm_short(reg, p, len);
     return crc_zmm<UROCE_ZMM_ACCS>(reg, p, len);
 }
