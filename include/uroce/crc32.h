@@ -2,15 +2,27 @@
  * uroce: reflected CRC-32 (IEEE 802.3 / zlib polynomial), vectorized.
  *
  * This is the CRC that RoCEv2 uses for its Invariant CRC (see uroce_icrc.h).
- * Three engines, chosen once at start-up (no per-call CPUID):
- *   scalar           slicing-by-8 tables, any CPU
- *   pclmulqdq        128-bit carry-less multiply folding (Intel white paper
- *                    "Fast CRC Computation for Generic Polynomials Using
- *                    PCLMULQDQ Instruction")
- *   vpclmulqdq-avx2  the same folding on 256-bit ymm registers (VPCLMULQDQ +
- *                    AVX2, no AVX-512 required)
- * The environment variable UROCE_CRC32_PATH=scalar|pclmulqdq|vpclmulqdq-avx2
- * forces a path at start-up (ignored with a warning if the CPU lacks it).
+ * Four engines, chosen once at start-up (no per-call CPUID):
+ *   scalar             slicing-by-8 tables, any CPU
+ *   pclmulqdq          128-bit carry-less multiply folding (Intel white paper
+ *                      "Fast CRC Computation for Generic Polynomials Using
+ *                      PCLMULQDQ Instruction")
+ *   vpclmulqdq-avx2    the same folding on 256-bit ymm registers (VPCLMULQDQ +
+ *                      AVX2, no AVX-512 required)
+ *   vpclmulqdq-avx512  the same on 512-bit zmm registers (AVX-512F/BW/VL +
+ *                      VPCLMULQDQ), for inputs of 256 bytes and more; shorter
+ *                      ones run the vpclmulqdq-avx2 code
+ * The environment variable
+ * UROCE_CRC32_PATH=scalar|pclmulqdq|vpclmulqdq-avx2|vpclmulqdq-avx512 forces a
+ * path at start-up (ignored with a warning if the CPU lacks it).
+ *
+ * DPDK's max SIMD bitwidth (rte_vect_get_max_simd_bitwidth(), EAL option
+ * --force-max-simd-bitwidth) gates vpclmulqdq-avx512: once EAL is up, the
+ * path is supported only if the limit is 512 or more (DPDK's x86 default is
+ * 256). The limit is read again on the first call long enough to run zmm code
+ * after rte_eal_init, so nothing needs to be called; after changing it at run
+ * time with rte_vect_set_max_simd_bitwidth(), call crc32_refresh_path().
+ * Before rte_eal_init (limit 0), or without DPDK, there is no limit.
  * Design notes and measured figures: doc/icrc.md.
  */
 #ifndef UROCE_CRC32_H
@@ -23,7 +35,7 @@
 
 namespace uroce {
 
-enum class crc32_path : uint8_t { scalar, clmul, vclmul };
+enum class crc32_path : uint8_t { scalar, clmul, vclmul, vclmul512 };
 
 /* Raw reflected CRC-32 register update (poly 0x04C11DB7, reflected
  * 0xEDB88320) with NO pre/post inversion, like Linux crc32_le():
@@ -38,15 +50,26 @@ UROCE_API uint32_t crc32_update_clmul(uint32_t reg, const void *data,
                                                      VEX-encoded if AVX is usable */
 UROCE_API uint32_t crc32_update_vclmul(uint32_t reg, const void *data,
                                        size_t len); /* only if supported */
+UROCE_API uint32_t crc32_update_vclmul512(uint32_t reg, const void *data,
+                                          size_t len); /* only if the CPU has it
+                                                         (ignores DPDK's limit) */
 
+/* CPU/OS support, and for vpclmulqdq-avx512 DPDK's SIMD limit (above). */
 UROCE_API bool crc32_path_supported(crc32_path p);
 UROCE_API crc32_path crc32_best_path();
 UROCE_API crc32_path crc32_active_path();
 /* Force a path (tests, benchmarks). Returns false, and changes nothing, if
- * the CPU/OS does not support it. Not meant to race with running updates:
- * concurrent callers see either the old or the new engine, both correct. */
+ * the CPU/OS (or DPDK's SIMD limit) does not support it. Not meant to race
+ * with running updates: concurrent callers see either the old or the new
+ * engine, both correct. */
 UROCE_API bool crc32_set_path(crc32_path p);
-/* "scalar", "pclmulqdq", "vpclmulqdq-avx2" (the UROCE_CRC32_PATH spellings). */
+/* Reads DPDK's SIMD limit again and re-applies the path choice: the best
+ * path if none was forced, else the forced one if it is (again) allowed,
+ * else the best path (with a warning on stderr). Only needed after
+ * rte_vect_set_max_simd_bitwidth() once EAL is up. Returns the active path. */
+UROCE_API crc32_path crc32_refresh_path();
+/* "scalar", "pclmulqdq", "vpclmulqdq-avx2", "vpclmulqdq-avx512" (the
+ * UROCE_CRC32_PATH spellings). */
 UROCE_API const char *crc32_path_name(crc32_path p);
 
 /* zlib-compatible convenience: crc32_ieee(prev, p, n) == zlib crc32(prev, p, n). */

@@ -58,35 +58,41 @@ UROCE_CLMUL_INLINE __m128i shuf_down(unsigned s) {
     return loadu128(shuf_table + 16 + s);
 }
 
+/* Barrett reduction of the 64-bit Z in the low qword of z (reflected: bit i
+ * is the coefficient of x^(63-i)) to the register Z mod P:
+ * q = floor(floor(Z / x^32) * mu / x^32), Z - q P, with mu = floor(x^64 / P)
+ * (exact for polynomials, no correction step). The low 32 bits of a
+ * carry-less product depend only on the low 32 bits of the operands, so the
+ * first multiply needs no masking. */
+UROCE_CLMUL_INLINE uint32_t barrett64(__m128i z) {
+    const __m128i k_barrett =
+        _mm_set_epi64x(static_cast<long long>(k_poly), static_cast<long long>(k_mu));
+    __m128i q = _mm_clmulepi64_si128(z, k_barrett, 0x00);           /* (Z_hi32 * mu) ... */
+    q = _mm_and_si128(q, _mm_set_epi32(0, 0, 0, -1));               /* floor(./x^32) */
+    z = _mm_xor_si128(z, _mm_clmulepi64_si128(q, k_barrett, 0x10)); /* Z - q P */
+    return static_cast<uint32_t>(_mm_extract_epi32(z, 1));
+}
+
 /* Final reduction: the 128-bit block T (polynomial R, last block of the
  * message) -> register = R * x^32 mod P.
  * Split R into 32-bit pieces R = H1 x^96 + H0 x^64 + L1 x^32 + L0, so
  * R x^32 = H1 x^128 + H0 x^96 + L1 x^64 + L0 x^32. The first three products
  * (32-bit piece times x^k mod P) have degree <= 62, so three INDEPENDENT
  * multiplies give a 64-bit Z == R x^32 (mod P) -- one multiply latency
- * instead of the two serial 128->96->64 folds of the white paper. Then a
- * Barrett reduction of Z: q = floor(floor(Z / x^32) * mu / x^32), Z - q P,
- * with mu = floor(x^64 / P) (exact for polynomials, no correction step). */
+ * instead of the two serial 128->96->64 folds of the white paper. Then the
+ * Barrett step. */
 UROCE_CLMUL_INLINE uint32_t reduce128(__m128i t) {
     const __m128i lo32_mask = _mm_set_epi32(0, -1, 0, -1);
     const __m128i k_h1_l1 =
         _mm_set_epi64x(static_cast<long long>(k_x64), static_cast<long long>(k_x128));
     const __m128i k_h0 = _mm_set_epi64x(0, static_cast<long long>(k_x96));
-    const __m128i k_barrett =
-        _mm_set_epi64x(static_cast<long long>(k_poly), static_cast<long long>(k_mu));
 
     const __m128i a = _mm_and_si128(t, lo32_mask); /* lane0: H1, lane1: L1 (reflected) */
     const __m128i b = _mm_srli_epi64(t, 32);       /* lane0: H0, lane1: L0 */
     __m128i z = _mm_xor_si128(_mm_clmulepi64_si128(a, k_h1_l1, 0x00),
                               _mm_clmulepi64_si128(a, k_h1_l1, 0x11));
     z = _mm_xor_si128(z, _mm_xor_si128(_mm_clmulepi64_si128(b, k_h0, 0x00), _mm_srli_si128(b, 8)));
-
-    /* Barrett. The low 32 bits of a carry-less product depend only on the
-     * low 32 bits of the operands, so the first multiply needs no masking. */
-    __m128i q = _mm_clmulepi64_si128(z, k_barrett, 0x00);           /* (Z_hi32 * mu) ... */
-    q = _mm_and_si128(q, _mm_set_epi32(0, 0, 0, -1));               /* floor(./x^32) */
-    z = _mm_xor_si128(z, _mm_clmulepi64_si128(q, k_barrett, 0x10)); /* Z - q P */
-    return static_cast<uint32_t>(_mm_extract_epi32(z, 1));
+    return barrett64(z);
 }
 
 /* 0..15 bytes. */

@@ -108,10 +108,13 @@ inline constexpr uint64_t k_x64 = rev33_of_mod(xpow_mod(64));
 
 /* Fold-by-distance table. fold_k(d) folds a 16-byte block forward by d
  * blocks (D = 128*d bits): { lo: rev33(x^(D+32) mod P), hi: rev33(x^(D-32) mod P) }.
- * The table is stored in DEcreasing distance so that two consecutive entries
- * form the constant for a 256-bit register whose low lane sits at distance d
- * and whose high lane sits at distance d-1 (one 32-byte load). */
-inline constexpr unsigned fold_max_dist = 32;
+ * The table is stored in DEcreasing distance so that consecutive entries form
+ * the constant of a wide register whose lanes hold consecutive blocks: a
+ * 256-bit register with its low lane at distance d and its high lane at d-1
+ * is one 32-byte load, a 512-bit one (lanes at d, d-1, d-2, d-3) one 64-byte
+ * load. 64 distances cover the 512-bit engine's 8 accumulators (its final
+ * fold reaches distance 8*4-1+32 = 63, see uroce_crc32_vclmul512.cpp). */
+inline constexpr unsigned fold_max_dist = 64;
 
 struct alignas(16) fold_pair {
     uint64_t lo; /* multiplies bytes 0..7 of the block (the higher-degree half) */
@@ -139,6 +142,42 @@ alignas(64) inline constexpr std::array<fold_pair, fold_max_dist + 1> fold_table
 constexpr unsigned fold_index(unsigned d) {
     return fold_max_dist - d;
 }
+
+/* Direct 512 -> 64 bit reduction (the 512-bit engine's inputs of at most 64
+ * bytes, doc/icrc.md): a zmm holds four blocks, lane l sitting 3 - l blocks
+ * before the last one. Each 32-bit piece j of lane l (bytes 4j..4j+3, piece 0
+ * the highest-degree one) times rev33(x^(128 (3-l) + 128 - 32 j) mod P) is a
+ * product of at most 64 bits congruent to its share of the register, the
+ * same as reduce128 does for one block (where piece 3's x^32 is a shift).
+ * a[l] multiplies pieces 0 and 2 (the low halves of the two qwords), b[l]
+ * pieces 1 and 3 (the high halves, shifted down). */
+struct alignas(64) piece_consts {
+    fold_pair a[4];
+    fold_pair b[4];
+};
+
+constexpr piece_consts make_piece_consts() {
+    piece_consts c{};
+    for (unsigned l = 0; l < 4; l++) {
+        const uint32_t base = 128 * (3 - l);
+        c.a[l] = fold_pair{rev33_of_mod(xpow_mod(base + 128)), rev33_of_mod(xpow_mod(base + 64))};
+        c.b[l] = fold_pair{rev33_of_mod(xpow_mod(base + 96)), rev33_of_mod(xpow_mod(base + 32))};
+    }
+    return c;
+}
+
+inline constexpr piece_consts piece_table = make_piece_consts();
+
+/* rev33(x^(8n) mod P), n = 0..64: the start register's share of the result
+ * for an n-byte input is the register times x^(8n) (doc/icrc.md, notation). */
+constexpr std::array<uint64_t, 65> make_reg_shift_table() {
+    std::array<uint64_t, 65> t{};
+    for (unsigned n = 0; n <= 64; n++)
+        t[n] = rev33_of_mod(xpow_mod(8 * n));
+    return t;
+}
+
+inline constexpr std::array<uint64_t, 65> reg_shift_table = make_reg_shift_table();
 
 /* pshufb control bytes for variable byte shifts of a 16-byte register:
  * loading 16 bytes at shuf_table + 16 - s gives "shift up by s bytes"

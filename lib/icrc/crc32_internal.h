@@ -27,9 +27,21 @@ uint32_t crc32_update_masked_clmul_sse(uint32_t reg, const uint8_t *p, const uin
                                        size_t n);
 uint32_t crc32_update_masked_clmul_vex(uint32_t reg, const uint8_t *p, const uint8_t *mask,
                                        size_t n);
+/* Up to 64 bytes in one zmm (no fold), above that the 128-bit short form. */
+uint32_t crc32_update_masked_vclmul512(uint32_t reg, const uint8_t *p, const uint8_t *mask,
+                                       size_t n);
 
 /* AVX usable (CPUID + OS-enabled YMM state). */
 bool cpu_has_avx();
+
+/* The 512-bit engine folds zmm registers from this many bytes; from 65 bytes
+ * up to this it calls the 256-bit engine (crossover measured, doc/icrc.md).
+ * While DPDK's SIMD limit is unknown the dispatcher sends every call shorter
+ * than this to the 256-bit engine, and reads the limit on longer ones. */
+#ifndef UROCE_ZMM_MIN
+#define UROCE_ZMM_MIN 256
+#endif
+inline constexpr size_t crc32_zmm_min = UROCE_ZMM_MIN;
 
 } // namespace uroce::crc32_detail
 

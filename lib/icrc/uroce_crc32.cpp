@@ -5,6 +5,13 @@
  * (or the UROCE_CRC32_PATH environment variable). It starts out pointing at
  * the scalar engine (constant-initialized), so a static constructor in another
  * translation unit that runs before ours still gets correct results.
+ *
+ * DPDK's max SIMD bitwidth gates the 512-bit engine, but EAL is not up when
+ * our constructor runs (the limit reads 0 then). So while the limit is
+ * unknown, the pointer for vpclmulqdq-avx512 is a probe: calls too short for
+ * zmm code go straight to the engine; a longer one first reads the limit
+ * and, once EAL has set it, re-runs the choice (crc32_refresh_path) and drops
+ * the probe. After that there is no per-call cost (doc/icrc.md, "Dispatch").
  */
 #include <uroce/crc32.h>
 #include "crc32_fold_consts.h"
@@ -16,16 +23,24 @@
 #include <cstdlib>
 #include <cstring>
 
+/* DPDK 22.11 <rte_vect.h>: experimental, and declared without extern "C" (a
+ * C++ caller would look for a mangled name), so declared here. */
+extern "C" uint16_t rte_vect_get_max_simd_bitwidth(void);
+
 namespace uroce {
 namespace {
 
 using crc32_fn = uint32_t (*)(uint32_t, const void *, size_t);
 using masked_fn = uint32_t (*)(uint32_t, const uint8_t *, const uint8_t *, size_t);
 
+constexpr crc32_path all_paths[] = {crc32_path::scalar, crc32_path::clmul, crc32_path::vclmul,
+                                    crc32_path::vclmul512};
+
 struct cpu_caps {
-    bool clmul;  /* PCLMULQDQ + SSSE3 + SSE4.1 */
-    bool avx;    /* AVX with YMM state enabled by the OS (VEX encoding usable) */
-    bool vclmul; /* plus AVX2 + VPCLMULQDQ */
+    bool clmul;     /* PCLMULQDQ + SSSE3 + SSE4.1 */
+    bool avx;       /* AVX with YMM state enabled by the OS (VEX encoding usable) */
+    bool vclmul;    /* plus AVX2 + VPCLMULQDQ */
+    bool vclmul512; /* plus AVX-512F/BW/VL with opmask and ZMM state enabled by the OS */
 };
 
 /* XGETBV(0) without needing target("xsave") on this function. */
@@ -36,7 +51,7 @@ uint64_t read_xcr0() {
 }
 
 cpu_caps detect_caps() {
-    cpu_caps c{false, false, false};
+    cpu_caps c{false, false, false, false};
     unsigned eax, ebx, ecx, edx;
     if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return c;
     const bool ssse3 = ecx & (1u << 9);
@@ -48,13 +63,18 @@ cpu_caps detect_caps() {
     if (!c.clmul || !osxsave || !avx) return c;
     /* The OS must save XMM (bit 1) and YMM (bit 2) state, else ymm use faults
      * or gets corrupted on context switch. */
-    if ((read_xcr0() & 0x6u) != 0x6u) return c;
+    const uint64_t xcr0 = read_xcr0();
+    if ((xcr0 & 0x6u) != 0x6u) return c;
     c.avx = true;
     if (__get_cpuid_max(0, nullptr) < 7) return c;
     __cpuid_count(7, 0, eax, ebx, ecx, edx);
     const bool avx2 = ebx & (1u << 5);
     const bool vpclmulqdq = ecx & (1u << 10); /* CPUID.(EAX=7,ECX=0):ECX[10] */
     c.vclmul = avx2 && vpclmulqdq;
+    /* CPUID.(EAX=7,ECX=0):EBX[16] AVX512F, [30] AVX512BW, [31] AVX512VL; and
+     * XCR0 bits 5..7: opmask, upper halves of zmm0-15, zmm16-31. */
+    const bool avx512 = (ebx & (1u << 16)) && (ebx & (1u << 30)) && (ebx & (1u << 31));
+    c.vclmul512 = c.vclmul && avx512 && (xcr0 & 0xE6u) == 0xE6u;
     return c;
 }
 
@@ -63,21 +83,60 @@ const cpu_caps &caps() {
     return c;
 }
 
-crc32_fn fn_of(crc32_path p) {
+/* DPDK's max SIMD bitwidth: 0 until rte_eal_init has set it (it needs no
+ * initialised EAL to be read: a field of a static struct). */
+unsigned simd_limit() {
+    return rte_vect_get_max_simd_bitwidth();
+}
+
+bool zmm_allowed(unsigned limit) {
+    return limit == 0 || limit >= 512; /* RTE_VECT_SIMD_512 */
+}
+
+bool supported_under(crc32_path p, unsigned limit) {
+    switch (p) {
+    case crc32_path::scalar:
+        return true;
+    case crc32_path::clmul:
+        return caps().clmul;
+    case crc32_path::vclmul:
+        return caps().vclmul;
+    case crc32_path::vclmul512:
+        return caps().vclmul512 && zmm_allowed(limit);
+    }
+    return false;
+}
+
+crc32_path best_under(unsigned limit) {
+    for (crc32_path p : {crc32_path::vclmul512, crc32_path::vclmul, crc32_path::clmul})
+        if (supported_under(p, limit)) return p;
+    return crc32_path::scalar;
+}
+
+uint32_t crc32_update_vclmul512_probe(uint32_t reg, const void *data, size_t len);
+
+crc32_fn fn_of(crc32_path p, unsigned limit) {
     switch (p) {
     case crc32_path::clmul:
         return caps().avx ? crc32_detail::crc32_update_clmul_vex
                           : crc32_detail::crc32_update_clmul_sse;
     case crc32_path::vclmul:
         return crc32_update_vclmul;
+    case crc32_path::vclmul512:
+        return limit ? crc32_update_vclmul512 : crc32_update_vclmul512_probe;
     case crc32_path::scalar:
     default:
         return crc32_update_scalar;
     }
 }
 
-masked_fn masked_fn_of(crc32_path p) {
+masked_fn masked_fn_of(crc32_path p, unsigned limit) {
+    /* The ICRC's masked calls are at most 256 bytes: the 128-bit short form,
+     * or with zmm up to 64 bytes the one-register form (doc/icrc.md). While
+     * the limit is unknown the zmm form is not used: the probe only sees
+     * crc32_update calls. */
     if (p == crc32_path::scalar) return crc32_detail::crc32_update_masked_scalar;
+    if (p == crc32_path::vclmul512 && limit) return crc32_detail::crc32_update_masked_vclmul512;
     return caps().avx ? crc32_detail::crc32_update_masked_clmul_vex
                       : crc32_detail::crc32_update_masked_clmul_sse;
 }
@@ -86,29 +145,55 @@ masked_fn masked_fn_of(crc32_path p) {
 std::atomic<crc32_fn> g_fn{crc32_update_scalar};
 std::atomic<masked_fn> g_masked_fn{crc32_detail::crc32_update_masked_scalar};
 std::atomic<crc32_path> g_path{crc32_path::scalar};
+/* The path asked for (UROCE_CRC32_PATH or crc32_set_path), if any: what
+ * crc32_refresh_path() goes back to when the limit allows it again. */
+std::atomic<bool> g_forced{false};
+std::atomic<crc32_path> g_requested{crc32_path::scalar};
+
+void install(crc32_path p, unsigned limit) {
+    g_path.store(p, std::memory_order_relaxed);
+    g_fn.store(fn_of(p, limit), std::memory_order_relaxed);
+    g_masked_fn.store(masked_fn_of(p, limit), std::memory_order_relaxed);
+}
+
+/* vpclmulqdq-avx512 while DPDK's limit is unknown (see the top of the file). */
+uint32_t crc32_update_vclmul512_probe(uint32_t reg, const void *data, size_t len) {
+    if (len < crc32_detail::crc32_zmm_min) return crc32_update_vclmul(reg, data, len);
+    if (simd_limit() != 0) [[unlikely]] {
+        crc32_refresh_path();
+        return crc32_update(reg, data, len);
+    }
+    return crc32_update_vclmul512(reg, data, len);
+}
 
 __attribute__((constructor)) void crc32_dispatch_init() {
-    crc32_path p = crc32_best_path();
+    const unsigned limit = simd_limit();
+    crc32_path p = best_under(limit);
+    bool forced = false;
     if (const char *env = std::getenv("UROCE_CRC32_PATH"); env && *env) {
         bool known = false;
-        for (crc32_path c : {crc32_path::scalar, crc32_path::clmul, crc32_path::vclmul}) {
+        for (crc32_path c : all_paths) {
             if (std::strcmp(env, crc32_path_name(c)) == 0) {
                 known = true;
-                if (crc32_path_supported(c))
+                if (supported_under(c, limit)) {
                     p = c;
-                else
+                    forced = true;
+                } else {
                     std::fprintf(stderr,
                                  "uroce: UROCE_CRC32_PATH=%s not supported by this CPU, using %s\n",
                                  env, crc32_path_name(p));
+                }
             }
         }
         if (!known)
-            std::fprintf(
-                stderr,
-                "uroce: unknown UROCE_CRC32_PATH=%s (scalar|pclmulqdq|vpclmulqdq-avx2), using %s\n",
-                env, crc32_path_name(p));
+            std::fprintf(stderr,
+                         "uroce: unknown UROCE_CRC32_PATH=%s "
+                         "(scalar|pclmulqdq|vpclmulqdq-avx2|vpclmulqdq-avx512), using %s\n",
+                         env, crc32_path_name(p));
     }
-    crc32_set_path(p);
+    g_requested.store(p, std::memory_order_relaxed);
+    g_forced.store(forced, std::memory_order_relaxed);
+    install(p, limit);
 }
 
 /* Reflected-form multiply mod P: register bit i is the coefficient of x^(31-i). */
@@ -152,21 +237,11 @@ uint32_t crc32_update(uint32_t reg, const void *data, size_t len) {
 }
 
 bool crc32_path_supported(crc32_path p) {
-    switch (p) {
-    case crc32_path::scalar:
-        return true;
-    case crc32_path::clmul:
-        return caps().clmul;
-    case crc32_path::vclmul:
-        return caps().vclmul;
-    }
-    return false;
+    return supported_under(p, simd_limit());
 }
 
 crc32_path crc32_best_path() {
-    if (caps().vclmul) return crc32_path::vclmul;
-    if (caps().clmul) return crc32_path::clmul;
-    return crc32_path::scalar;
+    return best_under(simd_limit());
 }
 
 crc32_path crc32_active_path() {
@@ -174,11 +249,29 @@ crc32_path crc32_active_path() {
 }
 
 bool crc32_set_path(crc32_path p) {
-    if (!crc32_path_supported(p)) return false;
-    g_path.store(p, std::memory_order_relaxed);
-    g_fn.store(fn_of(p), std::memory_order_relaxed);
-    g_masked_fn.store(masked_fn_of(p), std::memory_order_relaxed);
+    const unsigned limit = simd_limit();
+    if (!supported_under(p, limit)) return false;
+    g_requested.store(p, std::memory_order_relaxed);
+    g_forced.store(true, std::memory_order_relaxed);
+    install(p, limit);
     return true;
+}
+
+crc32_path crc32_refresh_path() {
+    const unsigned limit = simd_limit();
+    crc32_path p = best_under(limit);
+    if (g_forced.load(std::memory_order_relaxed)) {
+        const crc32_path want = g_requested.load(std::memory_order_relaxed);
+        if (supported_under(want, limit))
+            p = want;
+        else if (g_path.load(std::memory_order_relaxed) == want)
+            std::fprintf(stderr,
+                         "uroce: crc32 path %s not allowed (DPDK max SIMD bitwidth %u), "
+                         "using %s\n",
+                         crc32_path_name(want), limit, crc32_path_name(p));
+    }
+    install(p, limit);
+    return p;
 }
 
 const char *crc32_path_name(crc32_path p) {
@@ -189,6 +282,8 @@ const char *crc32_path_name(crc32_path p) {
         return "pclmulqdq";
     case crc32_path::vclmul:
         return "vpclmulqdq-avx2";
+    case crc32_path::vclmul512:
+        return "vpclmulqdq-avx512";
     }
     return "unknown";
 }

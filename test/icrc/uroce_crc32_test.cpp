@@ -6,6 +6,8 @@
  * UROCE_CRC32_PATH override.
  */
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -31,7 +33,8 @@
 namespace uroce {
 namespace {
 
-constexpr crc32_path all_paths[] = {crc32_path::scalar, crc32_path::clmul, crc32_path::vclmul};
+constexpr crc32_path all_paths[] = {crc32_path::scalar, crc32_path::clmul, crc32_path::vclmul,
+                                    crc32_path::vclmul512};
 
 using update_fn = uint32_t (*)(uint32_t, const void *, size_t);
 
@@ -41,6 +44,8 @@ update_fn fn_of(crc32_path p) {
         return crc32_update_clmul;
     case crc32_path::vclmul:
         return crc32_update_vclmul;
+    case crc32_path::vclmul512:
+        return crc32_update_vclmul512;
     default:
         return crc32_update_scalar;
     }
@@ -163,7 +168,7 @@ TEST_P(crc32_path_test, long_inputs) {
  * constant for one lane or one distance that random data might hide in a
  * single test, because each bit exercises one column of the fold). */
 TEST_P(crc32_path_test, single_bit_inputs) {
-    for (size_t len : {16u, 31u, 64u, 100u, 272u, 300u, 513u, 1024u}) {
+    for (size_t len : {16u, 31u, 64u, 100u, 272u, 300u, 513u, 1024u, 1100u, 2000u}) {
         std::vector<uint8_t> v(len, 0);
         ASSERT_EQ(fn(~0u, v.data(), len) ^ ~0u, zlib_crc(0, v.data(), len));
         std::fill(v.begin(), v.end(), 0xFF);
@@ -246,8 +251,81 @@ TEST(crc32, masked_update_all_engines) {
                     ASSERT_EQ(crc32_detail::crc32_update_masked_clmul_vex(reg, p, m, n), want) << n;
                 }
             }
+            if (crc32_path_supported(crc32_path::vclmul512)) {
+                ASSERT_EQ(crc32_detail::crc32_update_masked_vclmul512(reg, p, m, n), want) << n;
+            }
         }
     }
+}
+
+/* The masked update on exact-size heap blocks (data and mask), so that ASan
+ * checks both ends: the zmm form reads up to 64 bytes with a masked load
+ * that starts before the data. */
+TEST(crc32, masked_update_exact_size) {
+    std::mt19937_64 rng(516);
+    for (size_t n = 16; n <= 256; n++) {
+        uint8_t *d = new uint8_t[n], *m = new uint8_t[n];
+        std::vector<uint8_t> tmp(n);
+        for (size_t i = 0; i < n; i++) {
+            d[i] = static_cast<uint8_t>(rng());
+            m[i] = (rng() % 4 == 0) ? static_cast<uint8_t>(rng()) : 0;
+            tmp[i] = d[i] | m[i];
+        }
+        const uint32_t reg = static_cast<uint32_t>(rng());
+        const uint32_t want = ~zlib_crc(~reg, tmp.data(), n);
+        const uint32_t got = crc32_detail::crc32_update_masked(reg, d, m, n);
+        const uint32_t got512 = crc32_path_supported(crc32_path::vclmul512)
+                                    ? crc32_detail::crc32_update_masked_vclmul512(reg, d, m, n)
+                                    : want;
+        delete[] d;
+        delete[] m;
+        ASSERT_EQ(got, want) << n;
+        ASSERT_EQ(got512, want) << n;
+    }
+}
+
+/* Guard pages: the input right after (and right before) an inaccessible
+ * page. ASan does not see the zmm engine's masked loads (the ones that start
+ * before the data, with the bytes before it masked out); the hardware does:
+ * a load that touched the guard page would fault. Every engine, masked and
+ * plain, 0..300 bytes at both edges. */
+TEST(crc32, guard_pages) {
+    const size_t pg = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    void *map = mmap(nullptr, 3 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(map, MAP_FAILED);
+    uint8_t *const base = static_cast<uint8_t *>(map);
+    ASSERT_EQ(mprotect(base, pg, PROT_NONE), 0);
+    ASSERT_EQ(mprotect(base + 2 * pg, pg, PROT_NONE), 0);
+    uint8_t *const page = base + pg;
+    std::mt19937_64 rng(99);
+    std::vector<uint8_t> tmp(300);
+    for (size_t n = 0; n <= 300; n++) {
+        for (uint8_t *p : {page, page + pg - n}) {
+            for (size_t i = 0; i < n; i++)
+                p[i] = static_cast<uint8_t>(rng());
+            const uint32_t want = crc32_update_scalar(0x12345678u, p, n);
+            for (crc32_path path : all_paths) {
+                if (crc32_path_supported(path)) {
+                    ASSERT_EQ(fn_of(path)(0x12345678u, p, n), want)
+                        << crc32_path_name(path) << " n " << n;
+                }
+            }
+            if (n < 16 || n > 256) continue;
+            /* The masked form, the mask at the other edge of the page (no
+             * overlap: n <= 256). */
+            uint8_t *m = p == page ? page + pg - n : page;
+            for (size_t i = 0; i < n; i++)
+                m[i] = (rng() % 4 == 0) ? static_cast<uint8_t>(rng()) : 0;
+            for (size_t i = 0; i < n; i++)
+                tmp[i] = p[i] | m[i];
+            const uint32_t wantm = crc32_update_scalar(7u, tmp.data(), n);
+            ASSERT_EQ(crc32_detail::crc32_update_masked(7u, p, m, n), wantm) << n;
+            if (crc32_path_supported(crc32_path::vclmul512)) {
+                ASSERT_EQ(crc32_detail::crc32_update_masked_vclmul512(7u, p, m, n), wantm) << n;
+            }
+        }
+    }
+    munmap(map, 3 * pg);
 }
 
 TEST(crc32, ieee_wrapper_matches_zlib) {
@@ -295,6 +373,15 @@ TEST(crc32_constants, fold_table_matches_zero_byte_crc) {
         EXPECT_EQ(k.lo, uint64_t(xpow8k_reflected(16 * d + 4)) << 1) << "d=" << d;
         EXPECT_EQ(k.hi, uint64_t(xpow8k_reflected(16 * d - 4)) << 1) << "d=" << d;
     }
+    for (unsigned l = 0; l < 4; l++) {
+        const unsigned d = 3 - l; /* blocks before the last one */
+        EXPECT_EQ(piece_table.a[l].lo, uint64_t(xpow8k_reflected(16 * d + 16)) << 1) << l;
+        EXPECT_EQ(piece_table.b[l].lo, uint64_t(xpow8k_reflected(16 * d + 12)) << 1) << l;
+        EXPECT_EQ(piece_table.a[l].hi, uint64_t(xpow8k_reflected(16 * d + 8)) << 1) << l;
+        EXPECT_EQ(piece_table.b[l].hi, uint64_t(xpow8k_reflected(16 * d + 4)) << 1) << l;
+    }
+    for (unsigned n = 0; n <= 64; n++)
+        EXPECT_EQ(reg_shift_table[n], uint64_t(xpow8k_reflected(n)) << 1) << n;
     EXPECT_EQ(k_x128, uint64_t(xpow8k_reflected(16)) << 1);
     EXPECT_EQ(k_x96, uint64_t(xpow8k_reflected(12)) << 1);
     EXPECT_EQ(k_x64, uint64_t(xpow8k_reflected(8)) << 1);
@@ -308,9 +395,13 @@ TEST(crc32_dispatch, names_and_support) {
     EXPECT_STREQ(crc32_path_name(crc32_path::scalar), "scalar");
     EXPECT_STREQ(crc32_path_name(crc32_path::clmul), "pclmulqdq");
     EXPECT_STREQ(crc32_path_name(crc32_path::vclmul), "vpclmulqdq-avx2");
+    EXPECT_STREQ(crc32_path_name(crc32_path::vclmul512), "vpclmulqdq-avx512");
     EXPECT_TRUE(crc32_path_supported(crc32_path::scalar));
     EXPECT_TRUE(crc32_path_supported(crc32_best_path()));
-    /* vclmul implies clmul. */
+    /* vclmul512 implies vclmul implies clmul. */
+    if (crc32_path_supported(crc32_path::vclmul512)) {
+        EXPECT_TRUE(crc32_path_supported(crc32_path::vclmul));
+    }
     if (crc32_path_supported(crc32_path::vclmul)) {
         EXPECT_TRUE(crc32_path_supported(crc32_path::clmul));
     }

@@ -89,7 +89,8 @@ uint32_t icrc_reference(const uint8_t *ip, size_t len) {
 /* Runs a body once per supported engine, restoring the active one. */
 template <typename F> void for_each_path(F &&body) {
     const crc32_path saved = crc32_active_path();
-    for (crc32_path p : {crc32_path::scalar, crc32_path::clmul, crc32_path::vclmul}) {
+    for (crc32_path p :
+         {crc32_path::scalar, crc32_path::clmul, crc32_path::vclmul, crc32_path::vclmul512}) {
         if (!crc32_set_path(p)) continue;
         SCOPED_TRACE(crc32_path_name(p));
         body();
@@ -385,9 +386,11 @@ rte_mempool *g_pool = nullptr;
 class eal_environment : public ::testing::Environment {
   public:
     void SetUp() override {
-        const char *args[] = {
-            "uroce_icrc_test", "--no-huge",      "-m", "256", "--no-pci",
-            "--no-shconf",     "--no-telemetry", "-l", "0",   "--log-level=*:warning"};
+        const char *args[] = {"uroce_icrc_test", "--no-huge", "-m", "256", "--no-pci",
+                              "--no-shconf", "--no-telemetry", "-l", "0", "--log-level=*:warning",
+                              /* DPDK's x86 default (256) would keep vpclmulqdq-avx512 out of
+                               * for_each_path. */
+                              "--force-max-simd-bitwidth=512"};
         std::vector<char *> argv;
         for (const char *a : args)
             argv.push_back(const_cast<char *>(a));
