@@ -3,6 +3,8 @@
  */
 #include <uroce/eal.h>
 
+#include <uroce/crc32.h>
+
 #include <dirent.h>
 #include <link.h>
 #include <signal.h>
@@ -178,6 +180,8 @@ std::unique_ptr<eal_session> eal_session::start(const eal_config &cfg, std::stri
         a.insert(a.end(), {"-l", cfg.lcores});
         if (!cfg.pci) a.push_back("--no-pci");
         if (!cfg.telemetry) a.push_back("--no-telemetry");
+        if (cfg.max_simd_bitwidth)
+            a.push_back("--force-max-simd-bitwidth=" + std::to_string(cfg.max_simd_bitwidth));
         std::istringstream levels(cfg.log_level);
         for (std::string l; levels >> l;)
             a.push_back("--log-level=" + l);
@@ -216,6 +220,8 @@ std::unique_ptr<eal_session> eal_session::start(const eal_config &cfg, std::stri
         return nullptr;
     }
     state.store(eal_state::running);
+    /* The CRC engine was chosen before EAL knew its SIMD limit: choose again. */
+    crc32_refresh_path();
     s->runtime_dir_ = rte_eal_get_runtime_dir();
     s->owns_runtime_dir_ = own && s->runtime_dir_ == expected_dir;
     s->hugepages_ = rte_eal_has_hugepages() != 0;

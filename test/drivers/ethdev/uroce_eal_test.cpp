@@ -7,6 +7,7 @@
  * EAL starts once per process, so each test runs its EAL part in a child
  * process (fork) and reads back what the child saw.
  */
+#include <uroce/crc32.h>
 #include <uroce/eal.h>
 
 #include <gtest/gtest.h>
@@ -151,6 +152,34 @@ TEST(eal_session, starts_without_hugepages_and_leaves_no_directory) {
     EXPECT_CHILD_OK(r);
     ASSERT_FALSE(r.facts["dir"].empty());
     EXPECT_FALSE(fs::exists(r.facts["dir"])) << r.facts["dir"] << " left behind";
+}
+
+/* uroce's defaults let the ICRC use the zmm engine where the CPU has one
+ * (DPDK's own default limit, 256, would keep it off), and the session
+ * re-chooses the engine once EAL knows the limit. */
+TEST(eal_session, lets_the_icrc_use_the_widest_engine) {
+    auto r = in_child([](child_report &rep) {
+        std::string err;
+        auto s = eal_session::start(quiet_no_huge(), err);
+        rep.check(s != nullptr, "start: " + err);
+        if (!s) return;
+        rep.check(contains(s->args(), "--force-max-simd-bitwidth=512"),
+                  "args: " + joined(s->args()));
+        rep.set("path", crc32_path_name(crc32_active_path()));
+        rep.set("best", crc32_path_name(crc32_best_path()));
+    });
+    EXPECT_CHILD_OK(r);
+    EXPECT_EQ(r.facts["path"], r.facts["best"]);
+    auto r256 = in_child([](child_report &rep) {
+        std::string err;
+        eal_config c = quiet_no_huge();
+        c.max_simd_bitwidth = 256;
+        auto s = eal_session::start(c, err);
+        rep.check(s != nullptr, "start: " + err);
+        if (!s) return;
+        rep.check(crc32_active_path() != crc32_path::vclmul512, "zmm engine under a 256-bit limit");
+    });
+    EXPECT_CHILD_OK(r256);
 }
 
 TEST(eal_session, removes_stale_directories_of_dead_processes) {
