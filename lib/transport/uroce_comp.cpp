@@ -129,12 +129,15 @@ static void record_forward_progress(qp *q) {
 }
 
 /* Retry after a timeout or a sequence error. retry_cnt counts retries: 7
- * means seven, not infinity (IBTA 9.7.6.1.3; only rnr_retry 7 is infinite). */
+ * means seven, not infinity (IBTA 9.7.6.1.3; only rnr_retry 7 is infinite).
+ * One retry per loss round: once a retry has started (after a timeout as
+ * after a NAK), NAKs and gaps start no other until forward progress; they
+ * were caused by the loss being recovered (a NAK sent before the resent
+ * packets arrived, responses still in flight behind the gap). Only a new
+ * timeout does, as in rxe (its completer's started_retry). */
 static void retry(qp *q, bool timeout) {
-    if (!timeout) {
-        if (q->comp.retry_guard) return;
-        q->comp.retry_guard = true;
-    }
+    if (!timeout && q->comp.retry_guard) return;
+    q->comp.retry_guard = true;
     if (q->comp.retry_left == 0) {
         ++q->cnt.retry_exceeded;
         complete_error(q, wc_status::retry_exc_err);
@@ -151,7 +154,6 @@ void comp_retrans_timeout(void *arg) {
     if (q->type != qp_type::rc || (q->state != qp_state::rts && q->state != qp_state::sqd)) return;
     if (q->req.rnr_wait || !comp_outstanding(q)) return;
     ++q->cnt.timeouts;
-    q->comp.retry_guard = false;
     retry(q, true);
 }
 

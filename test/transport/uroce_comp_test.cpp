@@ -93,6 +93,50 @@ TEST_F(comp, lost_ack_recovered_by_timeout) {
     EXPECT_EQ(src, dst);
 }
 
+/* One loss, one retry: a retransmit timeout has started a retry for a lost
+ * packet; the PSN sequence NAK the responder sent for that same loss, held up
+ * on the way, arrives afterwards. It must not start a second retry (rxe
+ * starts none while one is running): with retry_cnt 1 it would exhaust the
+ * counter on a single loss. */
+TEST_F(comp, stale_nak_after_timeout_starts_no_second_retry) {
+    opt.timeout = 8;
+    opt.retry_cnt = 1;
+    setup_pair();
+    std::vector<uint8_t> src(4096), dst(4096);
+    mr *ms = reg(a, src.data(), src.size());
+    mr *md = reg(b, dst.data(), dst.size());
+    fill_pattern(src.data(), src.size(), 5);
+    bool lost = false;
+    rte_mbuf *held_nak = nullptr;
+    link->set_filter([&](rte_mbuf *m, const memlink_port *from) {
+        roce_packet p = peek(m);
+        if (from == a.port && !lost && p.psn() == opt.psn_a) {
+            lost = true; /* the first packet of the message, first time only */
+            return false;
+        }
+        if (from == b.port && !held_nak && p.aeth() &&
+            aeth_syndrome::type(p.aeth()->syndrome) == aeth_syndrome::type_nak) {
+            held_nak = rte_pktmbuf_copy(m, test_pool(), 0, UINT32_MAX);
+            return false; /* delivered late, by hand */
+        }
+        return true;
+    });
+    ASSERT_EQ(post_one(a, wr_opcode::rdma_write, src.data(), 4096, ms, 1,
+                       reinterpret_cast<uint64_t>(dst.data()), mr_rkey(md)),
+              verbs_error::ok);
+    ASSERT_TRUE(run_until([&] { return a.qp->cnt.timeouts == 1; }));
+    ASSERT_NE(held_nak, nullptr);
+    EXPECT_EQ(a.qp->cnt.retransmits, 1u);
+    a.ctx->rx_burst(&held_nak, 1); /* the stale NAK for the same loss */
+    EXPECT_EQ(a.qp->cnt.seq_naks_rcvd, 1u);
+    auto sw = poll_n(a.scq, 1);
+    ASSERT_EQ(sw.size(), 1u);
+    EXPECT_EQ(sw[0].status, wc_status::success) << wc_status_str(sw[0].status);
+    EXPECT_EQ(a.qp->cnt.retransmits, 1u);
+    EXPECT_EQ(a.qp->cnt.retry_exceeded, 0u);
+    EXPECT_EQ(src, dst);
+}
+
 TEST_F(comp, timeout_zero_disables_the_timer) {
     opt.timeout = 0;
     setup_pair();
