@@ -401,6 +401,13 @@ void comp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
     }
     const uint32_t psn = p.psn();
     if (!check_psn(q, psn)) return;
+    /* A response for an outstanding PSN shows the responder alive and
+     * working through our requests, even one we cannot use yet (behind a
+     * gap, while a slow responder finishes long READ streams queued before
+     * our retry): restart the retransmit timer (IBTA 9.7.6.1.3; rxe's
+     * completer re-arms it whenever it has drained its responses). Only
+     * forward progress resets the retry counters. */
+    if (comp_outstanding(q)) comp_arm_retrans(q);
     const uint8_t syndrome = p.aeth() ? p.aeth()->syndrome : 0;
     const bool is_ack = p.opcode == to_u8(ib_opcode::rc_acknowledge);
     const bool positive_ack = is_ack && aeth_syndrome::type(syndrome) == aeth_syndrome::type_ack;
