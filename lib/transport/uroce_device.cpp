@@ -24,6 +24,7 @@ device::device(const device_config &cfg) : cfg_(cfg), qpn_base_(cfg.first_qpn) {
     uint64_t seed = cfg.seed ? cfg.seed : rte_rdtsc();
     mrs_.init(cfg.max_mr, seed);
     qps_.assign(cfg.max_qp, nullptr);
+    max_frame_len_ = cfg.dev->caps().max_frame_len;
 }
 
 device::~device() {
@@ -33,6 +34,7 @@ device::~device() {
             timers_.cancel(q->rnr_timer);
         }
     tx_flush();
+    if (tx_n_) rte_pktmbuf_free_bulk(tx_q_, tx_n_); /* the port took no more */
 }
 
 bool device::has_gid(const gid &g) const {
