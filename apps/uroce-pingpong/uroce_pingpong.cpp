@@ -450,7 +450,7 @@ int main(int argc, char **argv) {
         std::fprintf(stderr, "uroce-pingpong: %s\n", err.c_str());
         return exit_failure;
     }
-    srand48(long(getpid()) * long(time(nullptr)));
+    seed_psn_random();
     auto st = stack::create(o.stack, err);
     if (!st) {
         std::fprintf(stderr, "uroce-pingpong: %s\n", err.c_str());

@@ -383,6 +383,14 @@ struct device_config {
      * 0x11, and so does the default. Devices that share a port take
      * disjoint ranges (shard_qpn_range() in <uroce/shard.h>). */
     uint32_t first_qpn = default_first_qpn;
+    /* Where the QPN sequence starts in that range. true (the default): at an
+     * unpredictable QPN (then first_qpn + max_qp - 1 wraps to first_qpn), so
+     * a restarted process does not hand its new QPs the QPNs a stale peer
+     * may still be retransmitting to, and an off-path sender cannot guess
+     * QPN + PSN; drawn from `seed` when it is set (reproducible tests), else
+     * from the OS's random source. false: at first_qpn (0x11 by default, as
+     * rxe), for golden captures and tests that expect those numbers. */
+    bool random_first_qpn = true;
 };
 
 /* Open a device (ibv_open_device). The device owns every object created on it. */
