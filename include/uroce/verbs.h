@@ -276,6 +276,11 @@ struct global_route {
     gid dgid;
     uint32_t flow_label = 0;
     uint8_t sgid_index = 0;
+    /* The IPv4 TTL / IPv6 hop limit of the frames: 64 (0 means 64 too), as
+     * the kernel's routes. rxe never sends the application's value: for RoCE
+     * the kernel replaces it with the route's hop limit. uroce sends what is
+     * set here, on purpose, so code ported from ibv_rc_pingpong (which sets
+     * 1, so TTL-1 frames) should leave the default. */
     uint8_t hop_limit = 64;
     uint8_t traffic_class = 0;
 };
