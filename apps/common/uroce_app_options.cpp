@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 
 #include <rte_config.h>
 #include <rte_ether.h>
@@ -323,6 +324,12 @@ std::unique_ptr<eal_session> start_eal(const std::vector<std::string> &eal_args,
 bool show_progress() {
     static const bool tty = isatty(STDOUT_FILENO) != 0;
     return tty;
+}
+
+void seed_psn_random() {
+    std::random_device rd;
+    unsigned short state[3] = {uint16_t(rd()), uint16_t(rd()), uint16_t(rd())};
+    seed48(state);
 }
 
 } // namespace uroce::app

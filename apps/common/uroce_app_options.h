@@ -127,6 +127,11 @@ std::unique_ptr<eal_session> start_eal(const std::vector<std::string> &eal_args,
  * logs and pipes get the results alone. */
 bool show_progress();
 
+/* Seed lrand48(), which draws the initial PSNs as the stock tools do, from
+ * the OS's random source: getpid() * time() (the tools' seed) lets an
+ * off-path sender guess a QP's PSNs. */
+void seed_psn_random();
+
 } // namespace uroce::app
 
 #endif

@@ -154,7 +154,8 @@ std::string endpoint::connect(const std::vector<oob::perftest::key> &remote,
         at.min_rnr_timer = 12;
         at.ah_attr.grh.dgid = gid{remote[i].gid};
         at.ah_attr.grh.sgid_index = uint8_t(sgid_index);
-        at.ah_attr.grh.hop_limit = 0xff;
+        /* perftest asks for 0xff; for RoCE the kernel uses the route's hop
+         * limit instead (64 from rxe): keep the default, 64 */
         peer_mac.copy_to(at.ah_attr.dmac);
         unsigned mask = qp_attr_state | qp_attr_av | qp_attr_path_mtu | qp_attr_dest_qpn |
                         qp_attr_rq_psn | qp_attr_max_dest_rd_atomic | qp_attr_min_rnr_timer;

@@ -631,6 +631,6 @@ int main(int argc, char **argv) {
         std::fprintf(stderr, "uroce-perf: %s\n", err.c_str());
         return app::exit_failure;
     }
-    srand48(long(getpid()) * long(time(nullptr)));
+    app::seed_psn_random();
     return o.loopback ? perf::run_loopback(o) : perf::run_remote(o);
 }

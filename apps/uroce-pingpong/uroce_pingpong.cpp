@@ -281,8 +281,9 @@ class pingpong {
         ah_attr ah;
         ah.grh.dgid = rgid;
         ah.grh.sgid_index = uint8_t(st_.addrs().gid_index(gid_));
-        /* rc_pingpong sets hop_limit 1 (so IPv4 TTL 1): the peer is on-link. */
-        ah.grh.hop_limit = 1;
+        /* ibv_rc_pingpong sets hop_limit 1, but for RoCE the kernel replaces
+         * it with the route's hop limit (ib_resolve_unicast_gid_dmac), so rxe
+         * sends TTL 64: keep the default, 64. */
         ah.sl = o_.sl;
         mac->copy_to(ah.dmac);
         qp_attr at;
@@ -450,7 +451,7 @@ int main(int argc, char **argv) {
         std::fprintf(stderr, "uroce-pingpong: %s\n", err.c_str());
         return exit_failure;
     }
-    srand48(long(getpid()) * long(time(nullptr)));
+    seed_psn_random();
     auto st = stack::create(o.stack, err);
     if (!st) {
         std::fprintf(stderr, "uroce-pingpong: %s\n", err.c_str());

@@ -67,7 +67,9 @@ namespace uroce {
     X(rx_ip_csum_errors, "frames with a bad IPv4 header checksum")                                 \
     X(rx_bad_src, "frames whose addresses do not match the connected QP's path")                   \
     X(tx_pkts, "frames handed to the driver")                                                      \
-    X(tx_drops, "frames the driver refused")                                                       \
+    X(tx_drops, "frames dropped before the port: longer than its max frame length")                \
+    X(tx_stalls, "flushes the port took only part of (the rest kept, sent later)")                 \
+    X(tx_deferred_turns, "scheduler rounds cut short: TX queue full (back-pressure)")              \
     X(tx_alloc_fail, "mbuf allocation failures")                                                   \
     X(cq_overflows, "completions lost to a full CQ")                                               \
     X(timer_fires, "timers fired")

@@ -11,10 +11,11 @@
  *     eng.poll();                      // send queues, timers, ACK flush
  *
  * Contract for tx_burst: the driver takes ownership of the first k mbufs it
- * accepts (returns k) and frees them when sent; the caller keeps (and the
- * transport frees and counts) the rest. Frames are complete Ethernet frames,
- * single- or multi-segment, ICRC included; with caps().ipv4_csum_offload the
- * IPv4 header checksum is left 0 and RTE_MBUF_F_TX_IP_CKSUM set.
+ * accepts (returns k) and frees them when sent; the caller keeps the rest
+ * (the transport queues them and offers them again on its next flush,
+ * producing no more while its queue is full: back-pressure, no drop). Frames are complete Ethernet
+ * frames, single- or multi-segment, ICRC included; with caps().ipv4_csum_offload the IPv4 header
+ * checksum is left 0 and RTE_MBUF_F_TX_IP_CKSUM set.
  */
 #ifndef UROCE_NETDEV_H
 #define UROCE_NETDEV_H

@@ -285,6 +285,11 @@ struct global_route {
     gid dgid;
     uint32_t flow_label = 0;
     uint8_t sgid_index = 0;
+    /* The IPv4 TTL / IPv6 hop limit of the frames: 64 (0 means 64 too), as
+     * the kernel's routes. rxe never sends the application's value: for RoCE
+     * the kernel replaces it with the route's hop limit. uroce sends what is
+     * set here, on purpose, so code ported from ibv_rc_pingpong (which sets
+     * 1, so TTL-1 frames) should leave the default. */
     uint8_t hop_limit = 64;
     uint8_t traffic_class = 0;
 };
@@ -395,6 +400,14 @@ struct device_config {
      * 0x11, and so does the default. Devices that share a port take
      * disjoint ranges (shard_qpn_range() in <uroce/shard.h>). */
     uint32_t first_qpn = default_first_qpn;
+    /* Where the QPN sequence starts in that range. true (the default): at an
+     * unpredictable QPN (then first_qpn + max_qp - 1 wraps to first_qpn), so
+     * a restarted process does not hand its new QPs the QPNs a stale peer
+     * may still be retransmitting to, and an off-path sender cannot guess
+     * QPN + PSN; drawn from `seed` when it is set (reproducible tests), else
+     * from the OS's random source. false: at first_qpn (0x11 by default, as
+     * rxe), for golden captures and tests that expect those numbers. */
+    bool random_first_qpn = true;
 };
 
 /* Open a device (ibv_open_device). The device owns every object created on it. */

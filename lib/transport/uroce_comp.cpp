@@ -129,12 +129,15 @@ static void record_forward_progress(qp *q) {
 }
 
 /* Retry after a timeout or a sequence error. retry_cnt counts retries: 7
- * means seven, not infinity (IBTA 9.7.6.1.3; only rnr_retry 7 is infinite). */
+ * means seven, not infinity (IBTA 9.7.6.1.3; only rnr_retry 7 is infinite).
+ * One retry per loss round: once a retry has started (after a timeout as
+ * after a NAK), NAKs and gaps start no other until forward progress; they
+ * were caused by the loss being recovered (a NAK sent before the resent
+ * packets arrived, responses still in flight behind the gap). Only a new
+ * timeout does, as in rxe (its completer's started_retry). */
 static void retry(qp *q, bool timeout) {
-    if (!timeout) {
-        if (q->comp.retry_guard) return;
-        q->comp.retry_guard = true;
-    }
+    if (!timeout && q->comp.retry_guard) return;
+    q->comp.retry_guard = true;
     if (q->comp.retry_left == 0) {
         ++q->cnt.retry_exceeded;
         complete_error(q, wc_status::retry_exc_err);
@@ -151,7 +154,6 @@ void comp_retrans_timeout(void *arg) {
     if (q->type != qp_type::rc || (q->state != qp_state::rts && q->state != qp_state::sqd)) return;
     if (q->req.rnr_wait || !comp_outstanding(q)) return;
     ++q->cnt.timeouts;
-    q->comp.retry_guard = false;
     retry(q, true);
 }
 
@@ -399,6 +401,13 @@ void comp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
     }
     const uint32_t psn = p.psn();
     if (!check_psn(q, psn)) return;
+    /* A response for an outstanding PSN shows the responder alive and
+     * working through our requests, even one we cannot use yet (behind a
+     * gap, while a slow responder finishes long READ streams queued before
+     * our retry): restart the retransmit timer (IBTA 9.7.6.1.3; rxe's
+     * completer re-arms it whenever it has drained its responses). Only
+     * forward progress resets the retry counters. */
+    if (comp_outstanding(q)) comp_arm_retrans(q);
     const uint8_t syndrome = p.aeth() ? p.aeth()->syndrome : 0;
     const bool is_ack = p.opcode == to_u8(ib_opcode::rc_acknowledge);
     const bool positive_ack = is_ack && aeth_syndrome::type(syndrome) == aeth_syndrome::type_ack;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <random>
 
 #include <rte_cycles.h>
 #include <rte_mbuf.h>
@@ -18,11 +19,30 @@
 
 namespace uroce {
 
+/* The slot of the first QP (device_config::random_first_qpn): from the
+ * seed when there is one (a different stream from the key bytes'), else
+ * from the OS's random source (getrandom), not the TSC, which an observer
+ * of the process start could narrow down. */
+static uint64_t first_qpn_draw(uint64_t seed) {
+    uint64_t x;
+    if (seed) {
+        x = seed + 0x9e3779b97f4a7c15ull; /* splitmix64 */
+    } else {
+        std::random_device rd;
+        x = (uint64_t(rd()) << 32) | rd();
+    }
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
 device::device(const device_config &cfg) : cfg_(cfg), qpn_base_(cfg.first_qpn) {
     clock_ = cfg.clock ? cfg.clock : default_clock();
     timers_.start(clock_->now_ns());
     mrs_.init(cfg.max_mr, cfg.seed); /* seed 0: a random secret */
     qps_.assign(cfg.max_qp, nullptr);
+    max_frame_len_ = cfg.dev->caps().max_frame_len;
+    if (cfg.random_first_qpn) next_qpn_ = uint32_t(first_qpn_draw(cfg.seed) % cfg.max_qp);
 }
 
 device::~device() {
@@ -32,6 +52,7 @@ device::~device() {
             timers_.cancel(q->rnr_timer);
         }
     tx_flush();
+    if (tx_n_) rte_pktmbuf_free_bulk(tx_q_, tx_n_); /* the port took no more */
 }
 
 bool device::has_gid(const gid &g) const {

@@ -9,6 +9,13 @@
  *   poll()             progress: timers, requesters (send queues), responder
  *                      output (READ responses, coalesced ACKs), TX flush.
  *
+ * TX back-pressure: frames the driver refuses stay queued in the device
+ * (tx_q_) and go first on the next flush, as a NIC's send queue keeps a
+ * doorbell it cannot serve yet; while the queue lacks room for a QP's turn
+ * the scheduler stops producing (the QPs keep their place in their WQEs and
+ * their READ streams). Nothing is dropped locally, so loss recovery only
+ * ever sees loss on the wire.
+ *
  * One thread per device; post_send/post_recv/poll_cq on that same thread.
  */
 #ifndef UROCE_DEVICE_H
@@ -35,7 +42,12 @@ namespace uroce {
 
 class device {
   public:
-    static constexpr unsigned tx_batch = 64;
+    static constexpr unsigned tx_batch = 64; /* frames per driver call */
+    /* Most frames one QP turn can queue: a responder burst, its coalesced
+     * ACK, a requester burst. */
+    static constexpr unsigned tx_turn_max = resp_burst + 1 + req_burst;
+    /* The TX queue: a full turn fits behind a batch the driver refused. */
+    static constexpr unsigned tx_queue_cap = tx_batch + 2 * tx_turn_max;
 
     explicit device(const device_config &cfg);
     ~device();
@@ -44,7 +56,8 @@ class device {
 
     /* ---- data path entry points (uroce_recv.cpp, uroce_device_poll.cpp) */
     void rx_burst(rte_mbuf **pkts, uint16_t n);
-    /* Returns the number of packets sent (0 when idle). */
+    /* Returns the number of packets built plus frames handed to the driver
+     * (0 when idle). */
     unsigned poll();
 
     /* ---- introspection */
@@ -63,12 +76,23 @@ class device {
     dev_counters &cnt() { return cnt_; }
 
     /* ---- used by the transport (tx_flush and the scheduler: uroce_device_poll.cpp) */
+    /* Queue a frame for the driver. The scheduler keeps room for a QP's turn
+     * (tx_room()): the queue is full only if a fatal NAK is sent from the
+     * receive path behind a refused batch; that frame is dropped, counted. */
     void tx(rte_mbuf *m) {
-        tx_buf_[tx_n_++] = m;
+        if (tx_n_ == tx_queue_cap) [[unlikely]] {
+            tx_drop(m);
+            return;
+        }
+        tx_q_[tx_n_++] = m;
         ++cnt_.tx_pkts;
-        if (tx_n_ == tx_batch) tx_flush();
+        if (tx_n_ >= tx_next_flush_) tx_flush();
     }
-    void tx_flush();
+    /* Hand the queue to the driver; what it refuses stays queued, in order.
+     * Returns how many frames it took. */
+    unsigned tx_flush();
+    unsigned tx_room() const { return tx_queue_cap - tx_n_; }
+    unsigned tx_queued() const { return tx_n_; }
     void schedule(qp *q) {
         if (q->scheduled) return;
         q->scheduled = true;
@@ -124,8 +148,13 @@ class device {
     std::vector<std::unique_ptr<ah>> ahs_;
     std::vector<std::unique_ptr<qp>> qps_owned_;
     qp *sched_head_ = nullptr;
-    rte_mbuf *tx_buf_[tx_batch];
+    void tx_drop(rte_mbuf *m);
+    rte_mbuf *tx_q_[tx_queue_cap];
     unsigned tx_n_ = 0;
+    /* tx() flushes once this many frames are queued: a batch more than the
+     * driver last refused */
+    unsigned tx_next_flush_ = tx_batch;
+    uint32_t max_frame_len_ = 0;
     uint16_t ip_id_ = 1;
     uint32_t next_pd_ = 1;
 };

@@ -6,26 +6,45 @@
  * searches tables and runs once per object. The receive side (rx_burst,
  * rx_one) is in uroce_recv.cpp, as rxe keeps it in rxe_recv.c.
  */
+#include <cstring>
+
 #include <rte_mbuf.h>
 
 #include "uroce_device.h"
 
 namespace uroce {
 
-/* Hand the batched frames to the driver; what it still refuses after one
- * retry is freed and counted (tx_drops), and the transport recovers by
- * retransmission like after any loss. */
-void device::tx_flush() {
-    if (!tx_n_) return;
+/* Hand the queued frames to the driver, oldest first. What it refuses
+ * stays queued, in order, for the next flush (back-pressure: the scheduler
+ * stops producing while the queue lacks room), and is counted as a stall. */
+unsigned device::tx_flush() {
+    if (!tx_n_) return 0;
     unsigned sent = 0;
-    /* one retry for a driver that takes part of the burst */
-    for (int tries = 0; tries < 2 && sent < tx_n_; ++tries)
-        sent += cfg_.dev->tx_burst(tx_buf_ + sent, uint16_t(tx_n_ - sent));
-    if (sent < tx_n_) {
-        cnt_.tx_drops += tx_n_ - sent;
-        rte_pktmbuf_free_bulk(tx_buf_ + sent, tx_n_ - sent);
+    while (sent < tx_n_) {
+        unsigned n = tx_n_ - sent < tx_batch ? tx_n_ - sent : tx_batch;
+        unsigned k = cfg_.dev->tx_burst(tx_q_ + sent, uint16_t(n));
+        sent += k;
+        if (k == n) continue;
+        /* a frame the port can never take (longer than its max frame
+         * length, ethdev refuses it): dropped, not kept forever */
+        if (tx_q_[sent]->pkt_len > max_frame_len_) {
+            tx_drop(tx_q_[sent++]);
+            continue;
+        }
+        break;
     }
-    tx_n_ = 0;
+    if (sent < tx_n_) {
+        ++cnt_.tx_stalls;
+        std::memmove(tx_q_, tx_q_ + sent, (tx_n_ - sent) * sizeof(tx_q_[0]));
+    }
+    tx_n_ -= sent;
+    tx_next_flush_ = tx_n_ + tx_batch;
+    return sent;
+}
+
+void device::tx_drop(rte_mbuf *m) {
+    ++cnt_.tx_drops;
+    rte_pktmbuf_free(m);
 }
 
 /* Give each scheduled QP one turn: responder output first (READ responses,
@@ -37,6 +56,19 @@ unsigned device::run_scheduled() {
     qp *list = sched_head_;
     sched_head_ = nullptr;
     while (list) {
+        if (tx_room() < tx_turn_max) {
+            tx_flush();
+            if (tx_room() < tx_turn_max) {
+                /* the port is full: the rest wait for the next poll, in order */
+                ++cnt_.tx_deferred_turns;
+                qp **tail = &list;
+                while (*tail)
+                    tail = &(*tail)->sched_next;
+                *tail = sched_head_;
+                sched_head_ = list;
+                break;
+            }
+        }
         qp *q = list;
         list = q->sched_next;
         q->scheduled = false;
@@ -48,13 +80,13 @@ unsigned device::run_scheduled() {
     return total;
 }
 
-/* Timers first (a retransmit or RNR timer schedules its QP), then the QPs,
- * then whatever is left in the TX batch. */
+/* Timers first (a retransmit or RNR timer schedules its QP), then what the
+ * port refused last time, then the QPs, then whatever is left queued. */
 unsigned device::poll() {
     timers_.advance(clock_->now_ns());
-    unsigned n = run_scheduled();
-    tx_flush();
-    return n;
+    unsigned n = tx_n_ ? tx_flush() : 0; /* what the port refused last time goes first */
+    n += run_scheduled();
+    return n + tx_flush();
 }
 
 } // namespace uroce

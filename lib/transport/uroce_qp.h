@@ -135,7 +135,9 @@ struct qp {
         uint32_t psn = 0; /* oldest PSN not yet acknowledged */
         uint8_t retry_left = 0;
         uint8_t rnr_left = 0;
-        bool retry_guard = false; /* a NAK/gap retry is under way: ignore more of them */
+        /* a retry is under way (timeout, NAK or gap): until forward
+         * progress, NAKs and gaps start no other (one retry per loss) */
+        bool retry_guard = false;
     } comp;
 
     struct {

@@ -6,7 +6,8 @@
 #           each end; the TCP exchange runs over kernel addresses on the
 #           same veth (10.99.0.0/24), RoCE over uroce's (10.99.1.0/24)
 # Each case checks the exit codes and the data (-c), and that the run
-# really moved the traffic (the pingpong's own iteration report).
+# really moved the traffic (the pingpong's own iteration report); over memif
+# the client's capture shows every RoCEv2 frame with TTL 64, as rxe sends.
 # Usage: pingpong_e2e_test.sh UROCE_PINGPONG [memif|veth|all]
 set -u
 bin=${1:?usage: $0 UROCE_PINGPONG [memif|veth|all]}
@@ -49,10 +50,47 @@ run_memif() { # name, extra args...
   local spid=$!
   for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
   timeout 60 "$bin" $eal1 --vdev "net_memif0,role=client,id=0,socket=$sock,socket-abstract=no" \
-    --ip 10.77.0.2/24 --mac 02:00:00:00:00:02 -g 1 -p 18600 --timeout 10 "$@" 127.0.0.1 >"$tmp/$name.cli" 2>&1
+    --ip 10.77.0.2/24 --mac 02:00:00:00:00:02 -g 1 -p 18600 --timeout 10 \
+    --pcap "$tmp/$name.pcap" "$@" 127.0.0.1 >"$tmp/$name.cli" 2>&1
   local crc=$?
   wait $spid
   check "memif $name" "$tmp/$name.srv" "$tmp/$name.cli" $? $crc
+  check_ttl "memif $name" "$tmp/$name.pcap"
+}
+
+# Every RoCEv2 frame over IPv4 in the client's capture (both ways) has TTL
+# 64, as rxe sends (ibv_rc_pingpong's hop_limit 1 is replaced by the route's
+# hop limit for RoCE): TTL 1 is flagged by tshark and dies at a router.
+check_ttl() { # name pcap
+  local res
+  res=$(python3 - "$2" <<'PY'
+import struct, sys
+data = open(sys.argv[1], 'rb').read()
+endian = '<' if data[:4] in (b'\xd4\xc3\xb2\xa1', b'\x4d\x3c\xb2\xa1') else '>'
+off, n, bad = 24, 0, set()
+while off + 16 <= len(data):
+    incl = struct.unpack(endian + 'I', data[off + 8:off + 12])[0]
+    f = data[off + 16:off + 16 + incl]
+    off += 16 + incl
+    if len(f) < 42 or f[12:14] != b'\x08\x00' or f[23] != 17:
+        continue
+    ihl = (f[14] & 15) * 4
+    if struct.unpack('>H', f[14 + ihl + 2:14 + ihl + 4])[0] != 4791:
+        continue
+    n += 1
+    if f[22] != 64:
+        bad.add(f[22])
+print(n, ' '.join(map(str, sorted(bad))))
+PY
+)
+  local n=${res%% *} bad=${res#* }
+  if [ "${n:-0}" -gt 0 ] && [ -z "$bad" ]; then
+    echo "PASS $1: $n RoCEv2 frames, all TTL 64"
+    pass=$((pass + 1))
+  else
+    echo "FAIL $1: RoCEv2 frames ${n:-none}, TTLs other than 64: ${bad:-?}"
+    fail=$((fail + 1))
+  fi
 }
 
 run_veth() { # name, extra args...

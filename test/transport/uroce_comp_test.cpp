@@ -3,9 +3,12 @@
  * timeout value, RNR retry exhaustion and recovery (rnr_retry 7 infinite),
  * in-order completion, flush of what is left, stale responses ignored.
  */
+#include <algorithm>
 #include <cstring>
+#include <deque>
 #include <vector>
 
+#include "uroce_psn.h"
 #include "uroce_tp_fixture.h"
 
 using namespace uroce;
@@ -91,6 +94,135 @@ TEST_F(comp, lost_ack_recovered_by_timeout) {
     EXPECT_EQ(a.qp->cnt.timeouts, 1u);
     EXPECT_EQ(b.qp->cnt.dup_requests, 1u); /* re-ACKed, not re-executed */
     EXPECT_EQ(src, dst);
+}
+
+/* One loss, one retry: a retransmit timeout has started a retry for a lost
+ * packet; the PSN sequence NAK the responder sent for that same loss, held up
+ * on the way, arrives afterwards. It must not start a second retry (rxe
+ * starts none while one is running): with retry_cnt 1 it would exhaust the
+ * counter on a single loss. */
+TEST_F(comp, stale_nak_after_timeout_starts_no_second_retry) {
+    opt.timeout = 8;
+    opt.retry_cnt = 1;
+    setup_pair();
+    std::vector<uint8_t> src(4096), dst(4096);
+    mr *ms = reg(a, src.data(), src.size());
+    mr *md = reg(b, dst.data(), dst.size());
+    fill_pattern(src.data(), src.size(), 5);
+    bool lost = false;
+    rte_mbuf *held_nak = nullptr;
+    link->set_filter([&](rte_mbuf *m, const memlink_port *from) {
+        roce_packet p = peek(m);
+        if (from == a.port && !lost && p.psn() == opt.psn_a) {
+            lost = true; /* the first packet of the message, first time only */
+            return false;
+        }
+        if (from == b.port && !held_nak && p.aeth() &&
+            aeth_syndrome::type(p.aeth()->syndrome) == aeth_syndrome::type_nak) {
+            held_nak = rte_pktmbuf_copy(m, test_pool(), 0, UINT32_MAX);
+            return false; /* delivered late, by hand */
+        }
+        return true;
+    });
+    ASSERT_EQ(post_one(a, wr_opcode::rdma_write, src.data(), 4096, ms, 1,
+                       reinterpret_cast<uint64_t>(dst.data()), mr_rkey(md)),
+              verbs_error::ok);
+    ASSERT_TRUE(run_until([&] { return a.qp->cnt.timeouts == 1; }));
+    ASSERT_NE(held_nak, nullptr);
+    EXPECT_EQ(a.qp->cnt.retransmits, 1u);
+    a.ctx->rx_burst(&held_nak, 1); /* the stale NAK for the same loss */
+    EXPECT_EQ(a.qp->cnt.seq_naks_rcvd, 1u);
+    auto sw = poll_n(a.scq, 1);
+    ASSERT_EQ(sw.size(), 1u);
+    EXPECT_EQ(sw[0].status, wc_status::success) << wc_status_str(sw[0].status);
+    EXPECT_EQ(a.qp->cnt.retransmits, 1u);
+    EXPECT_EQ(a.qp->cnt.retry_exceeded, 0u);
+    EXPECT_EQ(src, dst);
+}
+
+/* Long READs against a slow responder (as rxe with 16 outstanding 8 MiB
+ * READs): after a loss the requester asks again, but the responder first
+ * finishes every response stream it has queued, in order, and only then
+ * answers the new requests. The responses arriving behind the gap show the
+ * responder alive and working through our requests: the retransmit timer
+ * must restart on each of them, or retry_cnt runs out while they arrive.
+ * The responder is a model in the link filter: it answers READ requests in
+ * arrival order, one response packet every 50 us (8 x 64 packets take 26 ms,
+ * the timeout is 1 ms), and loses one response packet once. Like rxe (and
+ * uroce's responder) it answers a request for the rest of a READ with the
+ * opcodes of the original stream (MIDDLE.../LAST). */
+TEST_F(comp, long_reads_from_a_slow_responder_keep_their_retries) {
+    opt.timeout = 8; /* 1.05 ms */
+    opt.retry_cnt = 3;
+    opt.max_rd_atomic = 16;
+    opt.path_mtu = mtu::mtu_1024;
+    setup_pair();
+    constexpr unsigned nreads = 8;
+    constexpr uint32_t len = 64 * 1024, pmtu = 1024;
+    std::vector<uint8_t> src(nreads * len), dst(nreads * len, 0);
+    fill_pattern(src.data(), src.size(), 9);
+    mr *ms = reg(b, src.data(), src.size());
+    mr *md = reg(a, dst.data(), dst.size());
+    struct request {
+        uint32_t psn;
+        uint64_t va;
+        uint32_t len;
+        uint32_t off;
+        uint32_t first_idx; /* packet index of va in the original READ */
+    };
+    std::deque<request> queue;
+    const uint64_t base = reinterpret_cast<uint64_t>(src.data());
+    link->set_filter([&](rte_mbuf *m, const memlink_port *from) {
+        roce_packet p = peek(m);
+        if (from == a.port && p.opcode == to_u8(ib_opcode::rc_rdma_read_request)) {
+            const uint64_t va = p.reth()->va();
+            queue.push_back(
+                {p.psn(), va, p.reth()->dma_length(), 0, uint32_t((va - base) % len / pmtu)});
+        }
+        return false; /* the model answers, not b */
+    });
+    for (unsigned i = 0; i < nreads; ++i)
+        ASSERT_EQ(post_one(a, wr_opcode::rdma_read, dst.data() + i * len, len, md, i,
+                           reinterpret_cast<uint64_t>(src.data() + i * len), mr_rkey(ms)),
+                  verbs_error::ok);
+    bool lost = false;
+    std::vector<wc> done;
+    for (unsigned step = 0; step < 100000 && done.size() < nreads; ++step) {
+        a.ctx->poll();
+        if (!queue.empty()) {
+            request &r = queue.front();
+            const uint32_t i = r.off / pmtu, k = r.first_idx + i, n = len / pmtu;
+            const uint32_t plen = std::min(pmtu, r.len - r.off);
+            using O = ib_opcode;
+            const O op = k == 0       ? O::rc_rdma_read_response_first
+                         : k + 1 == n ? O::rc_rdma_read_response_last
+                                      : O::rc_rdma_read_response_middle;
+            ext_fields x;
+            x.syndrome = aeth_syndrome::make_ack(aeth_syndrome::ack_unlimited_credits);
+            if (!lost && i == 3) {
+                lost = true; /* the 4th response packet of the first READ */
+            } else {
+                inject(a, b.qp, to_u8(op), psn_add(r.psn, i), x,
+                       reinterpret_cast<const uint8_t *>(r.va) + r.off, plen, false);
+            }
+            r.off += plen;
+            if (r.off >= r.len) queue.pop_front();
+        }
+        clk.advance(50'000);
+        wc e[8];
+        int k = poll_cq(a.scq, 8, e);
+        for (int j = 0; j < k; ++j)
+            done.push_back(e[j]);
+    }
+    ASSERT_EQ(done.size(), size_t(nreads));
+    for (unsigned i = 0; i < nreads; ++i) {
+        EXPECT_EQ(done[i].status, wc_status::success) << i << ": " << wc_status_str(done[i].status);
+        EXPECT_EQ(done[i].wr_id, i);
+    }
+    EXPECT_TRUE(lost);
+    EXPECT_EQ(a.qp->cnt.retry_exceeded, 0u);
+    EXPECT_EQ(a.qp->cnt.timeouts, 0u);
+    EXPECT_TRUE(src == dst);
 }
 
 TEST_F(comp, timeout_zero_disables_the_timer) {

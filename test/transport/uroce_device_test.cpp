@@ -36,12 +36,15 @@ TEST_F(device_t, qp_lookup_and_close_with_work_outstanding) {
     EXPECT_EQ(b.ctx->lookup_qp(qp_num(b.qp)), b.qp);
 }
 
-/* Reopen e's device with QPNs from first_qpn (the fixture opens the default range). */
-void reopen_with_qpns(endpoint &e, uint32_t first_qpn, manual_clock &clk) {
+/* Reopen e's device with QPNs from first_qpn (the fixture opens the default
+ * range), handed out from first_qpn on unless `random`. */
+void reopen_with_qpns(endpoint &e, uint32_t first_qpn, manual_clock &clk, bool random = false,
+                      uint32_t max_qp = 64) {
     device_config cfg = e.ctx->config();
     close_device(e.ctx);
     cfg.first_qpn = first_qpn;
-    cfg.max_qp = 64;
+    cfg.max_qp = max_qp;
+    cfg.random_first_qpn = random;
     cfg.clock = &clk;
     verbs_error err;
     e.ctx = open_device(cfg, &err);
@@ -51,10 +54,72 @@ void reopen_with_qpns(endpoint &e, uint32_t first_qpn, manual_clock &clk) {
     e.rcq = create_cq(e.ctx, 256);
 }
 
+/* With random_first_qpn off, one shard hands out rxe's QPNs from 0x11. */
 TEST_F(device_t, single_shard_keeps_rxe_qpns) {
-    setup_pair();
+    make_link();
+    open(a, a.port, gid_for(0), mac_a, 11);
+    reopen_with_qpns(a, default_first_qpn, clk, false, device_config{}.max_qp);
     EXPECT_EQ(a.ctx->qpn_base(), default_first_qpn);
-    EXPECT_EQ(qp_num(a.qp), 0x11u); /* golden captures and interop tests depend on it */
+    EXPECT_EQ(qp_num(make_qp(a)), 0x11u); /* golden captures and interop tests depend on it */
+}
+
+/* By default each device starts its QPNs at an unpredictable point of its
+ * range, so a new process does not hand out the QPNs its predecessor had
+ * (a stale peer's retransmissions to them would be taken as duplicates):
+ * devices opened without a seed (as processes are) start apart; with a seed
+ * the start is reproducible. The range wraps: every QPN of it is handed out
+ * once, and each is found by lookup. */
+TEST_F(device_t, qpns_start_at_a_random_point_of_the_range) {
+    make_link();
+    std::vector<uint32_t> firsts;
+    for (int i = 0; i < 4; ++i) {
+        device_config cfg;
+        cfg.dev = a.port;
+        cfg.pool = test_pool();
+        cfg.gids[0] = gid_for(0);
+        cfg.num_gids = 1;
+        cfg.clock = &clk;
+        cfg.seed = 0; /* as a process opens it */
+        device *d = open_device(cfg);
+        ASSERT_NE(d, nullptr);
+        endpoint e;
+        e.ctx = d;
+        e.pd = alloc_pd(d);
+        e.scq = e.rcq = create_cq(d, 16);
+        qp *q = make_qp(e);
+        ASSERT_NE(q, nullptr);
+        EXPECT_GE(qp_num(q), default_first_qpn);
+        EXPECT_LT(qp_num(q), default_first_qpn + cfg.max_qp);
+        firsts.push_back(qp_num(q));
+        close_device(d);
+    }
+    bool all_same = true;
+    for (uint32_t f : firsts)
+        all_same = all_same && f == firsts[0];
+    EXPECT_FALSE(all_same) << "four devices all started at QPN " << firsts[0];
+
+    /* seeded: the same start every time */
+    open(a, a.port, gid_for(0), mac_a, 11);
+    reopen_with_qpns(a, 0x30011, clk, true, 64);
+    const uint32_t first = qp_num(make_qp(a));
+    reopen_with_qpns(a, 0x30011, clk, true, 64);
+    EXPECT_EQ(qp_num(make_qp(a)), first);
+    /* the whole range, wrapping past its end, each QPN once */
+    std::vector<bool> seen(64);
+    seen[first - 0x30011] = true;
+    for (int i = 1; i < 64; ++i) {
+        qp *q = make_qp(a);
+        ASSERT_NE(q, nullptr);
+        const uint32_t n = qp_num(q);
+        ASSERT_GE(n, 0x30011u);
+        ASSERT_LT(n, 0x30011u + 64);
+        EXPECT_FALSE(seen[n - 0x30011]) << n;
+        seen[n - 0x30011] = true;
+        EXPECT_EQ(a.ctx->lookup_qp(n), q);
+        if (i == 1) {
+            EXPECT_EQ(n, 0x30011 + (first - 0x30011 + 1) % 64);
+        }
+    }
 }
 
 TEST_F(device_t, qpns_come_from_the_configured_range) {
