@@ -89,6 +89,13 @@ class property : public pair_fixture {
      * the first failed send completion of the seed */
     int fatal_at_seed_start = 0;
     wc_status first_bad = wc_status::success;
+    /* Under a harsh mix go-back-N may run out of retries: legitimate (IBTA
+     * 9.7.5.1: retry_cnt bounds the tries), if it is clean. With this set a
+     * seed may end that way (ended_by_retries), checked as check_completions
+     * says; anything else still fails. */
+    bool retries_may_run_out = false;
+    bool ended_by_retries = false;
+    unsigned seeds_ended_by_retries = 0;
 
     static int fatal_count() {
         const ::testing::TestResult *r =
@@ -295,6 +302,27 @@ class property : public pair_fixture {
 
     void check_completions(stream &s, uint64_t seed) {
         auto sw = poll_n(s.req->scq, s.exp_send.size());
+        if (retries_may_run_out) {
+            /* A clean end: every WR before it succeeded, in order (their data
+             * was checked batch by batch), the failing one says so, every
+             * later one is flushed, and the QP is in ERR. */
+            size_t bad = 0;
+            while (bad < sw.size() && sw[bad].status == wc_status::success)
+                ++bad;
+            if (bad < sw.size() && sw[bad].status == wc_status::retry_exc_err) {
+                /* (an error completes unsignaled WRs too, IBTA 10.7.3.1:
+                 * the ids after it are every later WR, in order) */
+                for (size_t i = 0; i < bad; ++i)
+                    ASSERT_EQ(sw[i].wr_id, s.exp_send[i]) << "seed " << seed;
+                for (size_t i = bad + 1; i < sw.size(); ++i) {
+                    ASSERT_EQ(sw[i].status, wc_status::wr_flush_err) << "seed " << seed;
+                    ASSERT_GT(sw[i].wr_id, sw[i - 1].wr_id) << "seed " << seed;
+                }
+                EXPECT_EQ(s.req->qp->state, qp_state::err) << "seed " << seed;
+                ended_by_retries = true;
+                return;
+            }
+        }
         for (auto &e : sw)
             if (e.status != wc_status::success) {
                 if (first_bad == wc_status::success) first_bad = e.status;
@@ -339,6 +367,7 @@ class property : public pair_fixture {
                   const fault_mix &mix = {}) {
         fatal_at_seed_start = fatal_count();
         first_bad = wc_status::success;
+        ended_by_retries = false;
         rng.seed(seed);
         opt.path_mtu = m;
         opt.max_sge = 4;
@@ -371,6 +400,12 @@ class property : public pair_fixture {
             }
             check_completions(*ab, seed);
             if (seed_failed()) return;
+            if (ended_by_retries) {
+                ++seeds_ended_by_retries;
+                std::printf("seed %llu: a QP ran out of retries, cleanly, after %u WRs\n",
+                            (unsigned long long)seed, ab->posted);
+                return;
+            }
             if (bidir) {
                 check_completions(*ba, seed);
                 if (seed_failed()) return;
@@ -449,10 +484,15 @@ TEST_F(property, both_ways) {
 }
 
 /* A harsh mix, short: 10% drop, 10% reorder, 5% duplication, 5% corruption,
- * four seeds of 1000 WRs. Before one retry per loss round and the timer
- * restart on outstanding responses, 35 of 100 such seeds ran out of retries
- * (seed 3 among them); 25 of 100 still do (doc/transport.md), not these. */
+ * four seeds of 1000 WRs. About a quarter of such seeds run out of retries
+ * (25 of 100; 35 before one retry per loss round and the timer restart on
+ * outstanding responses: doc/transport.md), so which seeds do depends on
+ * every random draw of the run. What must hold is that no data is lost,
+ * duplicated, misordered or corrupted before that, and that the end is
+ * clean; the retry accounting itself has deterministic tests
+ * (uroce_comp_test). */
 TEST_F(property, harsh_mix) {
+    retries_may_run_out = true;
     fault_mix mix;
     mix.drop = 0.10;
     mix.reorder = 0.10;
@@ -463,6 +503,8 @@ TEST_F(property, harsh_mix) {
         if (HasFatalFailure()) return;
         TearDown();
     }
+    std::printf("harsh mix: %u of 4 seeds ended by running out of retries, cleanly\n",
+                seeds_ended_by_retries);
 }
 
 static double env_double(const char *name, double dflt) {
