@@ -51,19 +51,48 @@ void make_hdr_template(hdr_template &t, const roce_path &path, bool csum_offload
     auto *udp = reinterpret_cast<udp_hdr *>(p + off);
     udp->set_src_port(path.udp_sport);
     udp->set_dst_port(rocev2_udp_port);
+    /* UDP checksum 0, over IPv4 (IBTA A17.4.2) and IPv6 alike, as rxe_net.c
+     * and RoCE NICs send it; path.udp_checksum (kept from captures) is not used */
     off += sizeof(udp_hdr);
     t.len = uint8_t(off);
     t.ip_version = path.ip_version;
     t.csum_offload = csum_offload;
+    /* total length, id and checksum are still 0 in the template */
+    t.ip_csum_base = path.ip_version == 4
+                         ? ipv4_csum_partial(reinterpret_cast<const ipv4_hdr *>(p + t.l2_len))
+                         : 0;
 }
 
-static inline uint16_t ipv4_csum(const uint8_t *h) {
+uint16_t ipv4_csum_partial(const ipv4_hdr *ip) {
+    const auto *h = reinterpret_cast<const uint8_t *>(ip);
     uint32_t sum = 0;
-    for (int i = 0; i < 20; i += 2)
-        sum += (uint32_t(h[i]) << 8) | h[i + 1];
-    while (sum >> 16)
-        sum = (sum & 0xffff) + (sum >> 16);
-    return uint16_t(~sum);
+    for (size_t i = 0; i < sizeof(ipv4_hdr); i += 2)
+        sum += load_be16(h + i);
+    sum = (sum & 0xffff) + (sum >> 16);
+    sum = (sum & 0xffff) + (sum >> 16);
+    return uint16_t(sum);
+}
+
+/* The template into the frame: a constant size per shape, so each memcpy
+ * compiles to a few vector moves (a variable-length one became rep movsq). */
+static inline void copy_template(uint8_t *f, const hdr_template &t) {
+    switch (t.len) {
+    case hdr_len_v4:
+        std::memcpy(f, t.bytes, hdr_len_v4);
+        break;
+    case hdr_len_v4_vlan:
+        std::memcpy(f, t.bytes, hdr_len_v4_vlan);
+        break;
+    case hdr_len_v6:
+        std::memcpy(f, t.bytes, hdr_len_v6);
+        break;
+    case hdr_len_v6_vlan:
+        std::memcpy(f, t.bytes, hdr_len_v6_vlan);
+        break;
+    default: /* not made by make_hdr_template */
+        std::memcpy(f, t.bytes, t.len);
+        break;
+    }
 }
 
 rte_mbuf *pkt_build(rte_mempool *pool, const hdr_template &t, const bth_fields &b,
@@ -82,18 +111,18 @@ rte_mbuf *pkt_build(rte_mempool *pool, const hdr_template &t, const bth_fields &
     uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
     m->data_len = uint16_t(frame_len);
     m->pkt_len = frame_len;
-    std::memcpy(f, t.bytes, t.len);
+    copy_template(f, t);
     uint8_t *l3 = f + t.l2_len;
     uint32_t l3_payload = frame_len - t.l2_len;
     if (t.ip_version == 4) {
         auto *ip = reinterpret_cast<ipv4_hdr *>(l3);
         ip->set_total_length(uint16_t(l3_payload));
         ip->set_id(ip_id);
-        if (t.csum_offload) {
+        /* with offload the field stays 0 from the template, as DPDK asks */
+        if (t.csum_offload)
             m->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM;
-        } else {
-            ip->set_checksum(ipv4_csum(l3));
-        }
+        else
+            ip->set_checksum(ipv4_csum_finish(t.ip_csum_base, uint16_t(l3_payload), ip_id));
     } else {
         reinterpret_cast<ipv6_hdr *>(l3)->set_payload_length(
             uint16_t(l3_payload - sizeof(ipv6_hdr)));

@@ -2,7 +2,9 @@
  * Packet building and payload movement for the transport's fast path.
  *
  * TX: the Eth/IP/UDP part of every frame of a QP (or UD address handle) is a
- * template computed once; per packet only lengths, IP id/checksum, BTH and
+ * template computed once; per packet it is copied with a constant-size
+ * memcpy for its shape, and only lengths, IP id, the IPv4 checksum (from the
+ * template's partial sum, or by the NIC with csum_offload), BTH and
  * extension headers are written. The payload is gathered from the work
  * request's SGEs straight into the mbuf (the one copy), then the variant
  * fields are masked in place and one CRC call covers the frame while it is
@@ -27,16 +29,44 @@ struct rte_mempool;
 
 namespace uroce {
 
+/* The template's length is one of four shapes; pkt_build copies each with a
+ * constant-size memcpy (a few vector moves, not rep movs). */
+inline constexpr uint8_t hdr_len_v4 = sizeof(eth_hdr) + sizeof(ipv4_hdr) + sizeof(udp_hdr); /* 42 */
+inline constexpr uint8_t hdr_len_v4_vlan = hdr_len_v4 + sizeof(vlan_hdr);                   /* 46 */
+inline constexpr uint8_t hdr_len_v6 = sizeof(eth_hdr) + sizeof(ipv6_hdr) + sizeof(udp_hdr); /* 62 */
+inline constexpr uint8_t hdr_len_v6_vlan = hdr_len_v6 + sizeof(vlan_hdr);                   /* 66 */
+
 struct hdr_template {
-    uint8_t bytes[sizeof(eth_hdr) + sizeof(vlan_hdr) + sizeof(ipv6_hdr) + sizeof(udp_hdr)] = {};
+    alignas(16) uint8_t bytes[hdr_len_v6_vlan] = {};
     uint8_t l2_len = 0;
     uint8_t l3_len = 0;
-    uint8_t len = 0; /* l2 + l3 + udp */
+    uint8_t len = 0; /* l2 + l3 + udp: one of the hdr_len_* shapes */
     uint8_t ip_version = 4;
     bool csum_offload = false;
+    /* IPv4: the one's-complement sum of the header with total length, id and
+     * checksum 0 (RFC 1071, folded to 16 bits, not inverted). Per packet only
+     * total length and id are added (ipv4_csum_finish). */
+    uint16_t ip_csum_base = 0;
 };
 
 void make_hdr_template(hdr_template &t, const roce_path &path, bool csum_offload);
+
+/* One's-complement sum of the 16-bit big-endian words of an IPv4 header
+ * (20 bytes), folded to 16 bits, not inverted. */
+uint16_t ipv4_csum_partial(const ipv4_hdr *ip);
+
+/* The IPv4 header checksum from the template's partial sum plus the two
+ * fields that change per packet (RFC 1624's incremental update with 0 as
+ * the old value of both). Equals a full RFC 1071 recomputation for every
+ * input: base is non-zero (version/IHL 0x45 is in it), so the folded sum is
+ * in [1, 0xffff] like the full one's and the checksum is 0x0000, never
+ * 0xffff, when the sum is 0xffff (RFC 1624 section 3). */
+inline uint16_t ipv4_csum_finish(uint16_t base, uint16_t total_length, uint16_t id) {
+    uint32_t s = uint32_t(base) + total_length + id; /* <= 0x2fffd */
+    s = (s & 0xffff) + (s >> 16);                    /* <= 0x10001 */
+    s = (s & 0xffff) + (s >> 16);                    /* <= 0xffff */
+    return uint16_t(~s);
+}
 
 /* Where a packet's payload comes from: an SGE list at a byte offset, or a
  * flat buffer (inline data, atomic results, read responses from one MR). */

@@ -3,9 +3,13 @@
  * library's independent parser and ICRC (parse_frame_verified): every
  * opcode the transport sends, IPv4 and IPv6, VLAN, payload 0..4096 with
  * every pad; SGE gathers at offsets; the in-place ICRC check on single
- * frames and on multi-segment mbuf chains, and that it restores the frame.
+ * frames and on multi-segment mbuf chains, and that it restores the frame;
+ * the template's fixed-size copy for every shape, and its incremental IPv4
+ * checksum against a full RFC 1071 recomputation (every IP id, the
+ * 0x0000/0xffff edge of one's-complement arithmetic included).
  */
 #include <cstring>
+#include <random>
 #include <vector>
 
 #include "uroce_tp_fixture.h"
@@ -224,6 +228,140 @@ TEST(pkt_test, csum_offload_leaves_the_ip_checksum_to_the_nic) {
     EXPECT_EQ(m->l2_len, 14);
     EXPECT_EQ(m->l3_len, 20);
     rte_pktmbuf_free(m);
+}
+
+/* A header with the template's fixed fields and this packet's length and
+ * id, checksummed from scratch by the wire library (RFC 1071). */
+uint16_t full_ipv4_csum(const hdr_template &t, uint16_t total_length, uint16_t id) {
+    ipv4_hdr ip;
+    std::memcpy(&ip, t.bytes + t.l2_len, sizeof(ip));
+    ip.set_total_length(total_length);
+    ip.set_id(id);
+    ip.set_checksum(0);
+    return ipv4_header_checksum(&ip, sizeof(ip));
+}
+
+/* IPv4 templates with varied fixed fields, two of them with a partial sum
+ * of exactly 0xffff (one's-complement -0, the edge of the fold). */
+std::vector<hdr_template> v4_templates() {
+    std::vector<hdr_template> ts;
+    std::mt19937 rng(1624);
+    for (int i = 0; i < 6; ++i) {
+        roce_path p = make_path(false, i & 1);
+        p.traffic_class = uint8_t(rng());
+        p.hop_limit = uint8_t(rng());
+        p.ipv4_dont_fragment = i != 2;
+        p.sgid = gid::from_ipv4(i == 3 ? 0xffffffff : uint32_t(rng()));
+        p.dgid = gid::from_ipv4(i == 4 ? 0 : uint32_t(rng()));
+        hdr_template t;
+        make_hdr_template(t, p, false);
+        ts.push_back(t);
+    }
+    for (bool vlan : {false, true}) {
+        /* choose the destination's low word so that the fixed fields sum to 0xffff */
+        roce_path p = make_path(false, vlan);
+        p.dgid = gid::from_ipv4(0x0a000000);
+        hdr_template t;
+        make_hdr_template(t, p, false);
+        const uint16_t lo = uint16_t(~t.ip_csum_base); /* base + ~base = 0xffff */
+        p.dgid = gid::from_ipv4(0x0a000000 | lo);
+        make_hdr_template(t, p, false);
+        EXPECT_EQ(t.ip_csum_base, 0xffff);
+        ts.push_back(t);
+    }
+    return ts;
+}
+
+TEST(pkt_test, template_partial_sum_is_the_full_checksum_of_the_fixed_fields) {
+    for (const hdr_template &t : v4_templates()) {
+        ASSERT_EQ(t.ip_version, 4);
+        /* with total length and id 0 the header checksum is just the inverted base */
+        EXPECT_EQ(uint16_t(~t.ip_csum_base), full_ipv4_csum(t, 0, 0));
+        /* the template leaves total length, id and checksum 0 */
+        const auto *ip = reinterpret_cast<const ipv4_hdr *>(t.bytes + t.l2_len);
+        EXPECT_EQ(ip->total_length(), 0);
+        EXPECT_EQ(ip->id(), 0);
+        EXPECT_EQ(ip->checksum(), 0);
+    }
+}
+
+TEST(pkt_test, incremental_ipv4_checksum_equals_full_recomputation) {
+    std::vector<uint16_t> lengths = {0,   1,    2,      20,     58,     62,
+                                     122, 4154, 0x7fff, 0x8000, 0xfffe, 0xffff};
+    std::mt19937 rng(4791);
+    for (int i = 0; i < 12; ++i)
+        lengths.push_back(uint16_t(rng()));
+    uint64_t checked = 0, zero = 0;
+    for (const hdr_template &t : v4_templates())
+        for (uint16_t len : lengths)
+            for (uint32_t id = 0; id <= 0xffff; ++id) {
+                const uint16_t inc = ipv4_csum_finish(t.ip_csum_base, len, uint16_t(id));
+                const uint16_t full = full_ipv4_csum(t, len, uint16_t(id));
+                ASSERT_EQ(inc, full) << "base " << t.ip_csum_base << " len " << len << " id " << id;
+                /* a non-zero header never sums to +0: the checksum is never 0xffff */
+                ASSERT_NE(inc, 0xffff);
+                zero += inc == 0;
+                ++checked;
+            }
+    /* every (template, length) pair has ids whose sum is 0xffff: checksum 0x0000 */
+    EXPECT_GE(zero, v4_templates().size() * lengths.size());
+    EXPECT_EQ(checked, v4_templates().size() * lengths.size() * 65536);
+}
+
+TEST(pkt_test, built_frames_carry_a_valid_ipv4_checksum_for_every_id) {
+    for (bool vlan : {false, true}) {
+        hdr_template t;
+        make_hdr_template(t, make_path(false, vlan), false);
+        std::vector<uint8_t> payload(4096);
+        fill_pattern(payload.data(), payload.size(), 5);
+        payload_src src;
+        src.flat = payload.data();
+        bth_fields bf;
+        bf.opcode = to_u8(ib_opcode::rc_send_only);
+        uint32_t zero = 0;
+        for (uint32_t id = 0; id <= 0xffff; ++id) {
+            const uint32_t len = (id * 37) % 4097;
+            rte_mbuf *m = pkt_build(test_pool(), t, bf, ext_fields{}, &src, len, uint16_t(id));
+            ASSERT_NE(m, nullptr);
+            const auto *ip =
+                reinterpret_cast<const ipv4_hdr *>(rte_pktmbuf_mtod(m, uint8_t *) + t.l2_len);
+            ASSERT_EQ(ip->id(), id);
+            ASSERT_EQ(ip->total_length(), m->pkt_len - t.l2_len);
+            /* the RFC 1071 check: the sum over the header, checksum included, is 0xffff */
+            ASSERT_EQ(ipv4_header_checksum(ip, sizeof(ipv4_hdr)), 0) << "id " << id;
+            zero += ip->checksum() == 0;
+            rte_pktmbuf_free(m);
+        }
+        EXPECT_GT(zero, 0u) << "no frame hit checksum 0x0000";
+    }
+}
+
+TEST(pkt_test, template_copy_matches_the_wire_builder_for_every_shape) {
+    for (bool v6 : {false, true})
+        for (bool vlan : {false, true}) {
+            hdr_template t;
+            make_hdr_template(t, make_path(v6, vlan), false);
+            EXPECT_EQ(t.len, v6 ? (vlan ? hdr_len_v6_vlan : hdr_len_v6)
+                                : (vlan ? hdr_len_v4_vlan : hdr_len_v4));
+            EXPECT_EQ(t.len, header_length(make_path(v6, vlan), to_u8(ib_opcode::rc_send_only)) -
+                                 sizeof(bth));
+            bth_fields bf;
+            bf.opcode = to_u8(ib_opcode::rc_send_only);
+            std::vector<uint8_t> payload(64, 0xa5);
+            payload_src src;
+            src.flat = payload.data();
+            rte_mbuf *m = pkt_build(test_pool(), t, bf, ext_fields{}, &src, 64, 0x1234);
+            ASSERT_NE(m, nullptr);
+            /* byte for byte what the wire library's builder writes */
+            std::vector<uint8_t> want(frame_length(make_path(v6, vlan), bf.opcode, 64));
+            ASSERT_EQ(build_frame(want.data(), make_path(v6, vlan), bf, ext_fields{},
+                                  payload.data(), 64, 0x1234),
+                      want.size());
+            ASSERT_EQ(m->pkt_len, want.size());
+            EXPECT_EQ(std::memcmp(rte_pktmbuf_mtod(m, uint8_t *), want.data(), want.size()), 0)
+                << "v6 " << v6 << " vlan " << vlan;
+            rte_pktmbuf_free(m);
+        }
 }
 
 } // namespace

@@ -4,6 +4,7 @@
  * P_Key, state; and the device/QP counters add up.
  */
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "uroce_tp_fixture.h"
@@ -12,6 +13,16 @@ using namespace uroce;
 using namespace uroce::test;
 
 namespace {
+
+/* Another address in a copy of a QP's header template; its partial IPv4
+ * checksum follows (pkt_build finishes the checksum from it), so the frame
+ * differs from the QP's only in the address. */
+void set_ipv4_addrs(hdr_template &t, std::optional<uint32_t> src, std::optional<uint32_t> dst) {
+    auto *ip = reinterpret_cast<ipv4_hdr *>(t.bytes + t.l2_len);
+    if (src) ip->set_src_addr(*src);
+    if (dst) ip->set_dst_addr(*dst);
+    t.ip_csum_base = ipv4_csum_partial(ip);
+}
 
 class recv : public pair_fixture {};
 
@@ -51,7 +62,7 @@ TEST_F(recv, drops_are_counted_and_harmless) {
     EXPECT_EQ(dc.rx_wrong_transport, 1u);
     /* another node's destination IP (ICRC recomputed, so only the GID is wrong) */
     hdr_template t = a.qp->hdr;
-    reinterpret_cast<ipv4_hdr *>(t.bytes + t.l2_len)->set_dst_addr(0x0a0000ff);
+    set_ipv4_addrs(t, std::nullopt, 0x0a0000ff);
     bth_fields bf;
     bf.opcode = to_u8(ib_opcode::rc_rdma_write_only);
     bf.psn = b.qp->resp.psn;
@@ -162,7 +173,7 @@ TEST_F(recv, request_from_a_foreign_address_is_dropped) {
     const auto &dc = b.ctx->counters();
 
     hdr_template t = a.qp->hdr;
-    reinterpret_cast<ipv4_hdr *>(t.bytes + t.l2_len)->set_src_addr(0x0a000063); /* 10.0.0.99 */
+    set_ipv4_addrs(t, 0x0a000063, std::nullopt); /* 10.0.0.99 */
     rte_mbuf *m = write_frame(t, b.qp, dst.data(), md);
     b.ctx->rx_burst(&m, 1);
     EXPECT_EQ(dc.rx_bad_src, 1u);
@@ -200,7 +211,7 @@ TEST_F(recv, response_from_a_foreign_address_is_dropped) {
 
     std::vector<uint8_t> evil(256, 0xee);
     hdr_template t = b.qp->hdr;
-    reinterpret_cast<ipv4_hdr *>(t.bytes + t.l2_len)->set_src_addr(0x0a000063);
+    set_ipv4_addrs(t, 0x0a000063, std::nullopt);
     bth_fields bf;
     bf.opcode = to_u8(ib_opcode::rc_rdma_read_response_only);
     bf.psn = psn;
