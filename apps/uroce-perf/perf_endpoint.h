@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "perf_stats.h"
 #include "perftest_oob.h"
 #include "uroce_app_stack.h"
 
@@ -48,13 +49,6 @@ struct bw_result {
     double bw_peak_bytes_s = 0; /* bytes per second; printed in perftest's units */
     double bw_avg_bytes_s = 0;
     double msg_rate_mpps = 0; /* 1e6 messages per second */
-};
-
-struct lat_result {
-    uint64_t size = 0;
-    uint64_t iters = 0;
-    double t_min = 0, t_max = 0, t_typical = 0, t_avg = 0, t_stdev = 0, p99 = 0,
-           p999 = 0; /* usec */
 };
 
 /* What the other side needs to reach this one (perftest's KEY message). */

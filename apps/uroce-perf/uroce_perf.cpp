@@ -85,6 +85,13 @@ bool parse_test(const std::string &name, verb &v, test_kind &k) {
 constexpr const char *test_names =
     "send_bw, write_bw, read_bw, atomic_bw, send_lat, write_lat, read_lat, atomic_lat";
 
+/* perftest measures no BW peak (and says so first) in -D runs, above 20000
+ * iterations, and on the receiving side of send_bw without -b. */
+void warn_no_peak(const perf_params &p, test_kind kind, bool send_bw_server) {
+    if (kind == test_kind::bw && (p.duration_s > 0 || p.iters > peak_max_iters || send_bw_server))
+        std::printf(" WARNING: BW peak won't be measured in this run.\n");
+}
+
 /* The command line: the stack's and the tools' common options (one parser
  * for both apps, uroce_app_options.h), then perftest's own. Returns -1 to
  * go on, or the exit code. */
@@ -341,6 +348,7 @@ int run_loopback(options &o) {
     const double ceiling = ring_ceiling_mpps(a->port(), b->port(), a->port().pool());
     std::printf(" ceiling: bare net_ring pair, 64 B frames, no stack: %.2f Mpps\n", ceiling);
 
+    warn_no_peak(o.p, test_kind::bw, false);
     int rc = 0;
     for (auto [op, kind] : o.tests) {
         perf_params p = o.p;
@@ -501,6 +509,7 @@ int run_remote(options &o) {
     cfg.mtu = int(o.p.path_mtu > st->max_mtu() ? st->max_mtu() : o.p.path_mtu);
     cfg.timeout = std::chrono::seconds(o.timeout_s);
 
+    warn_no_peak(p, kind, op == verb::send && cfg.side == oob::perftest::role::server);
     app::control_runner ctl(*st);
     std::unique_ptr<endpoint> ep;
     bool header_done = false;
