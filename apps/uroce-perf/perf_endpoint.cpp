@@ -47,6 +47,8 @@ endpoint::endpoint(app::stack &st, const perf_params &p, progress_fn progress, u
     : st_(st), p_(p), progress_(std::move(progress)), shard_(shard) {}
 
 endpoint::~endpoint() {
+    for (ah *a : ahs_)
+        destroy_ah(a);
     for (qp *q : qps_)
         destroy_qp(q);
     if (cq_) destroy_cq(cq_);
@@ -56,7 +58,7 @@ endpoint::~endpoint() {
 
 std::string endpoint::create() {
     verbs_error err;
-    buf_.assign(size_t(p_.num_qps) * 2 * p_.max_size, 0);
+    buf_.assign(size_t(p_.num_qps) * 2 * half(), 0);
     pd_ = alloc_pd(st_.ctx(shard_), &err);
     if (!pd_) return std::string("alloc_pd: ") + verbs_error_str(err);
     mr_ = reg_mr(
@@ -70,19 +72,29 @@ std::string endpoint::create() {
         qp_init_attr ia;
         ia.send_cq = cq_;
         ia.recv_cq = cq_;
-        ia.qp_type = qp_type::rc;
+        ia.qp_type = p_.conn;
         ia.cap.max_send_wr = p_.tx_depth;
         ia.cap.max_recv_wr = p_.rx_depth;
+        ia.cap.max_inline_data = p_.inline_size;
         qp *q = create_qp(pd_, ia, &err);
         if (!q) return std::string("create_qp: ") + verbs_error_str(err);
         qps_.push_back(q);
         qp_attr at;
         at.qp_state = qp_state::init;
         at.port_num = 1;
-        at.qp_access_flags = access_remote_write | access_remote_read | access_remote_atomic;
-        if (verbs_error e = modify_qp(
-                q, at, qp_attr_state | qp_attr_pkey_index | qp_attr_port | qp_attr_access_flags);
-            e != verbs_error::ok)
+        unsigned mask = qp_attr_state | qp_attr_pkey_index | qp_attr_port;
+        if (p_.conn == qp_type::ud) {
+            /* ctx_modify_qp_to_init: UD gets the Q_Key, no access flags */
+            at.qkey = ud_qkey;
+            mask |= qp_attr_qkey;
+        } else {
+            /* UC carries no READ or atomic */
+            at.qp_access_flags = p_.conn == qp_type::uc ? unsigned(access_remote_write)
+                                                        : access_remote_write | access_remote_read |
+                                                              access_remote_atomic;
+            mask |= qp_attr_access_flags;
+        }
+        if (verbs_error e = modify_qp(q, at, mask); e != verbs_error::ok)
             return std::string("modify QP to INIT: ") + verbs_error_str(e);
         psn_.push_back(uint32_t(lrand48() & 0xffffff));
     }
@@ -121,33 +133,48 @@ std::string endpoint::connect(const std::vector<oob::perftest::key> &remote,
         return "the peer has " + std::to_string(remote.size()) + " QPs, we have " +
                std::to_string(qps_.size());
     remote_ = remote;
+    const bool rc = p_.conn == qp_type::rc, ud = p_.conn == qp_type::ud;
     for (size_t i = 0; i < qps_.size(); i++) {
-        /* ctx_connect / ctx_modify_qp_to_rtr in perftest_resources.c */
+        /* ctx_connect / ctx_modify_qp_to_rtr in perftest_resources.c: UC
+         * and UD leave out what only RC has, UD the path (its AH has it). */
         qp_attr at;
         at.qp_state = qp_state::rtr;
-        at.path_mtu = p_.path_mtu;
-        at.dest_qp_num = remote[i].qpn;
-        at.rq_psn = remote[i].psn;
-        at.max_dest_rd_atomic = p_.out_reads;
-        at.min_rnr_timer = 12;
         at.ah_attr.grh.dgid = gid{remote[i].gid};
         at.ah_attr.grh.sgid_index = uint8_t(sgid_index);
         at.ah_attr.grh.hop_limit = 0xff;
         peer_mac.copy_to(at.ah_attr.dmac);
-        unsigned mask = qp_attr_state | qp_attr_av | qp_attr_path_mtu | qp_attr_dest_qpn |
-                        qp_attr_rq_psn | qp_attr_max_dest_rd_atomic | qp_attr_min_rnr_timer;
+        unsigned mask = qp_attr_state;
+        if (ud) {
+            verbs_error err;
+            ah *a = create_ah(pd_, at.ah_attr, &err);
+            if (!a) return std::string("create_ah: ") + verbs_error_str(err);
+            ahs_.push_back(a);
+        } else {
+            at.path_mtu = p_.path_mtu;
+            at.dest_qp_num = remote[i].qpn;
+            at.rq_psn = remote[i].psn;
+            mask |= qp_attr_av | qp_attr_path_mtu | qp_attr_dest_qpn | qp_attr_rq_psn;
+        }
+        if (rc) {
+            at.max_dest_rd_atomic = p_.out_reads;
+            at.min_rnr_timer = 12;
+            mask |= qp_attr_max_dest_rd_atomic | qp_attr_min_rnr_timer;
+        }
         if (verbs_error e = modify_qp(qps_[i], at, mask); e != verbs_error::ok)
             return std::string("modify QP to RTR: ") + verbs_error_str(e);
         at = qp_attr{};
         at.qp_state = qp_state::rts;
         at.sq_psn = psn_[i];
-        at.timeout = 14;
-        at.retry_cnt = 7;
-        at.rnr_retry = 7;
-        at.max_rd_atomic = uint8_t(
-            std::min<unsigned>(remote[i].out_reads ? remote[i].out_reads : 1, p_.out_reads));
-        mask = qp_attr_state | qp_attr_sq_psn | qp_attr_timeout | qp_attr_retry_cnt |
-               qp_attr_rnr_retry | qp_attr_max_qp_rd_atomic;
+        mask = qp_attr_state | qp_attr_sq_psn;
+        if (rc) {
+            at.timeout = 14;
+            at.retry_cnt = 7;
+            at.rnr_retry = 7;
+            at.max_rd_atomic = uint8_t(
+                std::min<unsigned>(remote[i].out_reads ? remote[i].out_reads : 1, p_.out_reads));
+            mask |=
+                qp_attr_timeout | qp_attr_retry_cnt | qp_attr_rnr_retry | qp_attr_max_qp_rd_atomic;
+        }
         if (verbs_error e = modify_qp(qps_[i], at, mask); e != verbs_error::ok)
             return std::string("modify QP to RTS: ") + verbs_error_str(e);
     }
@@ -156,7 +183,7 @@ std::string endpoint::connect(const std::vector<oob::perftest::key> &remote,
 
 std::string endpoint::post_receives() {
     for (size_t i = 0; i < qps_.size(); i++) {
-        sge s{uint64_t(uintptr_t(buf(i))), uint32_t(p_.max_size), mr_lkey(mr_)};
+        sge s{uint64_t(uintptr_t(buf(i))), uint32_t(half()), mr_lkey(mr_)};
         recv_wr wr;
         wr.wr_id = recv_tag | i;
         wr.sg_list = &s;
@@ -179,9 +206,17 @@ std::string endpoint::post_one(size_t qi, uint64_t size, bool signaled, uint64_t
     wr.sg_list = &s;
     wr.num_sge = 1;
     wr.send_flags = signaled ? unsigned(send_signaled) : 0u;
+    /* perftest: inline when the message fits -I (SEND and WRITE only) */
+    if ((p_.op == verb::send || p_.op == verb::write) && size <= p_.inline_size)
+        wr.send_flags |= send_inline;
     switch (p_.op) {
     case verb::send:
         wr.opcode = wr_opcode::send;
+        if (p_.conn == qp_type::ud) {
+            wr.wr.ud.ah = ahs_[qi];
+            wr.wr.ud.remote_qpn = remote_[qi].qpn;
+            wr.wr.ud.remote_qkey = ud_qkey;
+        }
         break;
     case verb::write:
         wr.opcode = wr_opcode::rdma_write;
@@ -356,6 +391,40 @@ std::string endpoint::service() {
     return reposts ? post_receives() : std::string();
 }
 
+void endpoint::clear_buffers() {
+    std::fill(buf_.begin(), buf_.end(), uint8_t(0));
+}
+
+void endpoint::lat_reset() {
+    lat_answered_ = 0;
+}
+
+std::string endpoint::lat_respond(uint64_t size) {
+    wc w[8];
+    const int n = poll_cq(cq_, 8, w);
+    if (std::string e = poll_errors(w, n); !e.empty()) return e;
+    if (p_.op == verb::send) {
+        for (int i = 0; i < n; i++) {
+            if (!(w[i].wr_id & recv_tag)) continue; /* our SEND's completion */
+            recv_posted_[0]--;
+            if (std::string e = post_receives(); !e.empty()) return e;
+            if (std::string e = post_one(0, size, true, 0); !e.empty()) return e;
+            lat_answered_++;
+        }
+    } else if (p_.op == verb::write) {
+        /* The initiator's tag k lands in our last byte: answer with ours. */
+        const size_t last = size ? size - 1 : 0;
+        const uint8_t tag = uint8_t(lat_answered_ + 1);
+        if (*static_cast<volatile uint8_t *>(buf(0) + last) == tag) {
+            src(0)[last] = tag;
+            if (std::string e = post_one(0, std::max<uint64_t>(size, 1), true, 0); !e.empty())
+                return e;
+            lat_answered_++;
+        }
+    }
+    return {};
+}
+
 std::string endpoint::run_lat(uint64_t size, bool client, lat_result &out) {
     /* send_lat and write_lat ping-pong and report half the round trip;
      * read_lat and atomic_lat time each request to its completion
@@ -475,12 +544,17 @@ static void print_banner(FILE *f, verb op, test_kind k, const perf_params &p,
     std::fprintf(f, "                    %s\n", verb_title(op, k));
     std::fprintf(f, " Dual-port       : OFF\t\tDevice         : %s\n", device.c_str());
     std::fprintf(f, " Number of qps   : %d\t\tTransport type : IB\n", p.num_qps);
-    std::fprintf(f, " Connection type : RC\t\tUsing SRQ      : OFF\n");
+    std::fprintf(f, " Connection type : %s\t\tUsing SRQ      : OFF\n",
+                 p.conn == qp_type::ud   ? "UD"
+                 : p.conn == qp_type::uc ? "UC"
+                                         : "RC");
     std::fprintf(f, " TX depth        : %u\n", k == test_kind::bw ? p.tx_depth : 1);
+    if (op == verb::send) std::fprintf(f, " RX depth        : %u\n", p.rx_depth);
     if (op == verb::read || op == verb::atomic)
         std::fprintf(f, " Outstand reads  : %u\n", p.out_reads);
     std::fprintf(f, " Mtu             : %u[B]\n", mtu_to_bytes(p.path_mtu));
     std::fprintf(f, " Link type       : Ethernet\n");
+    std::fprintf(f, " Max inline data : %u[B]\n", p.inline_size);
     std::fprintf(f, "%s", rule);
 }
 
