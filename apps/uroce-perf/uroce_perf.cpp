@@ -20,6 +20,7 @@
  */
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <atomic>
@@ -443,7 +444,9 @@ int run_loopback(options &o) {
     const double ceiling = ring_ceiling_mpps(a->port(), b->port(), a->port().pool());
     std::printf(" ceiling: bare net_ring pair, 64 B frames, no stack: %.2f Mpps\n", ceiling);
 
-    warn_no_peak(o.p, test_kind::bw, false);
+    if (std::any_of(o.tests.begin(), o.tests.end(),
+                    [](const auto &t) { return t.second == test_kind::bw; }))
+        warn_no_peak(o.p, test_kind::bw, false);
     int rc = 0;
     for (auto [op, kind] : o.tests) {
         perf_params p = o.p;
