@@ -16,7 +16,9 @@
  * (i) to a later completion (j >= i): min (tcompleted[j] - tposted[i]) /
  * (j - i + 1), then size over that. perftest measures no peak (prints 0)
  * on a send_bw server without -b, in -D runs and with more than 20000
- * iterations; peak_meter::enabled() says which.
+ * iterations; peak_meter::enabled() says which. Where posts x completion
+ * events would exceed peak_max_work steps (many QPs), every k-th post is
+ * tried as a start, k keeping the work near that bound.
  */
 #ifndef UROCE_APPS_PERF_STATS_H
 #define UROCE_APPS_PERF_STATS_H
@@ -44,6 +46,8 @@ void compute_lat_stats(std::vector<double> samples, lat_result &out);
 /* Above this many iterations perftest measures no peak (it would keep a
  * timestamp per message). */
 inline constexpr uint64_t peak_max_iters = 20000;
+/* At most about this many steps for the peak (see best_bytes_per_s). */
+inline constexpr double peak_max_work = 1e8;
 
 /* The timestamps of one bw run, in seconds from any origin: one per post,
  * one per completion event with the number of messages it completed. */
