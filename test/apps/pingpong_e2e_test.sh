@@ -98,6 +98,8 @@ if [ "$which" = all ] || [ "$which" = veth ]; then
     run_veth rc-default -c
     run_veth rc-64K-mtu4096 -s 65536 -m 4096 -n 100 -c
     run_veth ud --ud -c
+    run_veth uc --uc -c -n 300
+    run_veth srq-4qp --srq -q 4 -c -n 300
   fi
 fi
 
