@@ -169,4 +169,85 @@ result<dest> server_exchange(uint16_t port, const dest &local, const connect_hoo
     return server_exchange(*s, local, hook, timeout);
 }
 
+namespace {
+
+/* slots messages: the first local.size() are ours, the rest all-zero. */
+std::vector<uint8_t> format_slots(std::span<const dest> local, size_t slots) {
+    std::vector<uint8_t> out;
+    out.reserve(slots * msg_size);
+    for (size_t i = 0; i < slots; ++i) {
+        message m = format(i < local.size() ? local[i] : dest{});
+        out.insert(out.end(), m.begin(), m.end());
+    }
+    return out;
+}
+
+result<std::vector<dest>> read_slots(tcp_socket &sock, size_t wanted, size_t slots,
+                                     milliseconds timeout) {
+    std::vector<uint8_t> in(slots * msg_size);
+    if (auto r = sock.read_exact(in, timeout, what_addr); !r) return r.err();
+    std::vector<dest> rem;
+    for (size_t i = 0; i < wanted; ++i) {
+        auto d = parse(std::span<const uint8_t>(in).subspan(i * msg_size, msg_size));
+        if (!d) return make_error(d.code(), "QP " + std::to_string(i) + ": " + d.message());
+        rem.push_back(*d);
+    }
+    return rem;
+}
+
+result<void> check_slots(std::span<const dest> local, size_t slots) {
+    if (local.empty() || local.size() > slots)
+        return make_error(errc::invalid, std::to_string(local.size()) + " QPs for " +
+                                             std::to_string(slots) + " address slots");
+    return {};
+}
+
+} // namespace
+
+result<std::vector<dest>> client_exchange_multi(tcp_socket &sock, std::span<const dest> local,
+                                                size_t slots, milliseconds timeout) {
+    if (auto c = check_slots(local, slots); !c) return c.err();
+    if (auto r = sock.write_all(format_slots(local, slots), timeout, what_addr); !r) return r.err();
+    auto rem = read_slots(sock, local.size(), slots, timeout);
+    if (!rem) return rem.err();
+    static constexpr uint8_t done[done_size] = {'d', 'o', 'n', 'e', 0};
+    if (auto r = sock.write_all(done, timeout, "the final \"done\""); !r) return r.err();
+    sock.shutdown_write();
+    sock.drain_until_eof(std::min(timeout, milliseconds(1000)));
+    sock.close();
+    return rem;
+}
+
+result<std::vector<dest>> server_exchange_multi(tcp_socket &sock, std::span<const dest> local,
+                                                size_t slots, const multi_connect_hook &hook,
+                                                milliseconds timeout) {
+    if (auto c = check_slots(local, slots); !c) return c.err();
+    auto rem = read_slots(sock, local.size(), slots, timeout);
+    if (!rem) return rem.err();
+    if (hook) {
+        if (auto h = hook(*rem); !h) {
+            sock.close();
+            return make_error(errc::callback,
+                              "could not connect to the remote QPs before replying: " +
+                                  h.message());
+        }
+    }
+    if (auto r = sock.write_all(format_slots(local, slots), timeout, what_addr); !r) return r.err();
+    uint8_t done[done_size] = {};
+    if (auto r = sock.read_exact(done, timeout, "the client's final \"done\""); !r) return r.err();
+    if (std::memcmp(done, "done", done_size) != 0)
+        return make_error(errc::malformed,
+                          "expected \"done\\0\" from the client, got \"" + printable(done) + "\"");
+    sock.close();
+    return rem;
+}
+
+result<std::vector<dest>> client_exchange_multi(std::string_view host, uint16_t port,
+                                                std::span<const dest> local, size_t slots,
+                                                milliseconds timeout) {
+    auto s = connect_tcp(host, port, timeout);
+    if (!s) return s.err();
+    return client_exchange_multi(*s, local, slots, timeout);
+}
+
 } // namespace uroce::oob::pingpong

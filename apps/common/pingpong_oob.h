@@ -16,7 +16,15 @@
  *   client -> server  5 B   "done\0"; both close. The client moves its QP
  *                     to RTR/RTS after the exchange.
  * UD (ud_pingpong.c) uses the same format and sequence; the server's hook
- * creates its address handle instead of connecting a QP.
+ * creates its address handle instead of connecting a QP. UC (uc_pingpong.c)
+ * is RC's exchange byte for byte.
+ *
+ * SRQ (srq_pingpong.c, N QPs sharing one SRQ): the same sequence with one
+ * 52-byte message per QP slot, always MAX_QP = 256 slots each way whatever
+ * -q N says (13312 bytes). The stock tool fills its first N slots and sends
+ * the rest of its array as it is on the stack (uninitialised), so only the
+ * first N are parsed; the others are read and ignored, and ours go out as
+ * all-zero addresses.
  */
 #ifndef UROCE_APPS_PINGPONG_OOB_H
 #define UROCE_APPS_PINGPONG_OOB_H
@@ -27,6 +35,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "uroce_oob.h"
 
@@ -79,6 +88,19 @@ result<dest> server_exchange(tcp_listener &listener, const dest &local, const co
 /* Listens on `port` (any address, SO_REUSEADDR) for one client, then as above. */
 result<dest> server_exchange(uint16_t port, const dest &local, const connect_hook &hook,
                              milliseconds accept_timeout, milliseconds timeout);
+
+/* ---- srq_pingpong: one message per QP slot --------------------------------- */
+inline constexpr size_t srq_slots = 256; /* MAX_QP in srq_pingpong.c */
+using multi_connect_hook = std::function<result<void>(std::span<const dest> remote)>;
+/* local.size() <= slots QPs; the peer's first local.size() addresses. */
+result<std::vector<dest>> client_exchange_multi(tcp_socket &sock, std::span<const dest> local,
+                                                size_t slots, milliseconds timeout);
+result<std::vector<dest>> server_exchange_multi(tcp_socket &sock, std::span<const dest> local,
+                                                size_t slots, const multi_connect_hook &hook,
+                                                milliseconds timeout);
+result<std::vector<dest>> client_exchange_multi(std::string_view host, uint16_t port,
+                                                std::span<const dest> local, size_t slots,
+                                                milliseconds timeout);
 
 } // namespace uroce::oob::pingpong
 

@@ -16,28 +16,6 @@ double seconds_since(clock::time_point t0) {
     return std::chrono::duration<double>(clock::now() - t0).count();
 }
 
-/* The peak perftest prints beside the average: here the best rate over
- * windows of at least 5 ms of completions (both sides of a bw test). */
-class peak_meter {
-  public:
-    void start(clock::time_point t, uint64_t done) {
-        t0_ = t;
-        done0_ = done;
-    }
-    void sample(clock::time_point now, uint64_t done, uint64_t size) {
-        if (now - t0_ <= std::chrono::milliseconds(5)) return;
-        const double secs = std::chrono::duration<double>(now - t0_).count();
-        best_ = std::max(best_, double(done - done0_) * double(size) / secs);
-        start(now, done);
-    }
-    double best() const { return best_; } /* bytes per second */
-
-  private:
-    clock::time_point t0_{};
-    uint64_t done0_ = 0;
-    double best_ = 0;
-};
-
 /* wr_id of a signaled WR: the QP index and how many WRs its completion covers. */
 uint64_t make_wr_id(size_t qi, uint32_t covered) {
     return (uint64_t(qi) << 32) | covered;
@@ -69,6 +47,8 @@ endpoint::endpoint(app::stack &st, const perf_params &p, progress_fn progress, u
     : st_(st), p_(p), progress_(std::move(progress)), shard_(shard) {}
 
 endpoint::~endpoint() {
+    for (ah *a : ahs_)
+        destroy_ah(a);
     for (qp *q : qps_)
         destroy_qp(q);
     if (cq_) destroy_cq(cq_);
@@ -78,7 +58,7 @@ endpoint::~endpoint() {
 
 std::string endpoint::create() {
     verbs_error err;
-    buf_.assign(size_t(p_.num_qps) * 2 * p_.max_size, 0);
+    buf_.assign(size_t(p_.num_qps) * 2 * half(), 0);
     pd_ = alloc_pd(st_.ctx(shard_), &err);
     if (!pd_) return std::string("alloc_pd: ") + verbs_error_str(err);
     mr_ = reg_mr(
@@ -92,19 +72,29 @@ std::string endpoint::create() {
         qp_init_attr ia;
         ia.send_cq = cq_;
         ia.recv_cq = cq_;
-        ia.qp_type = qp_type::rc;
+        ia.qp_type = p_.conn;
         ia.cap.max_send_wr = p_.tx_depth;
         ia.cap.max_recv_wr = p_.rx_depth;
+        ia.cap.max_inline_data = p_.inline_size;
         qp *q = create_qp(pd_, ia, &err);
         if (!q) return std::string("create_qp: ") + verbs_error_str(err);
         qps_.push_back(q);
         qp_attr at;
         at.qp_state = qp_state::init;
         at.port_num = 1;
-        at.qp_access_flags = access_remote_write | access_remote_read | access_remote_atomic;
-        if (verbs_error e = modify_qp(
-                q, at, qp_attr_state | qp_attr_pkey_index | qp_attr_port | qp_attr_access_flags);
-            e != verbs_error::ok)
+        unsigned mask = qp_attr_state | qp_attr_pkey_index | qp_attr_port;
+        if (p_.conn == qp_type::ud) {
+            /* ctx_modify_qp_to_init: UD gets the Q_Key, no access flags */
+            at.qkey = ud_qkey;
+            mask |= qp_attr_qkey;
+        } else {
+            /* UC carries no READ or atomic */
+            at.qp_access_flags = p_.conn == qp_type::uc ? unsigned(access_remote_write)
+                                                        : access_remote_write | access_remote_read |
+                                                              access_remote_atomic;
+            mask |= qp_attr_access_flags;
+        }
+        if (verbs_error e = modify_qp(q, at, mask); e != verbs_error::ok)
             return std::string("modify QP to INIT: ") + verbs_error_str(e);
         psn_.push_back(uint32_t(lrand48() & 0xffffff));
     }
@@ -143,34 +133,49 @@ std::string endpoint::connect(const std::vector<oob::perftest::key> &remote,
         return "the peer has " + std::to_string(remote.size()) + " QPs, we have " +
                std::to_string(qps_.size());
     remote_ = remote;
+    const bool rc = p_.conn == qp_type::rc, ud = p_.conn == qp_type::ud;
     for (size_t i = 0; i < qps_.size(); i++) {
-        /* ctx_connect / ctx_modify_qp_to_rtr in perftest_resources.c */
+        /* ctx_connect / ctx_modify_qp_to_rtr in perftest_resources.c: UC
+         * and UD leave out what only RC has, UD the path (its AH has it). */
         qp_attr at;
         at.qp_state = qp_state::rtr;
-        at.path_mtu = p_.path_mtu;
-        at.dest_qp_num = remote[i].qpn;
-        at.rq_psn = remote[i].psn;
-        at.max_dest_rd_atomic = p_.out_reads;
-        at.min_rnr_timer = 12;
         at.ah_attr.grh.dgid = gid{remote[i].gid};
         at.ah_attr.grh.sgid_index = uint8_t(sgid_index);
         /* perftest asks for 0xff; for RoCE the kernel uses the route's hop
          * limit instead (64 from rxe): keep the default, 64 */
         peer_mac.copy_to(at.ah_attr.dmac);
-        unsigned mask = qp_attr_state | qp_attr_av | qp_attr_path_mtu | qp_attr_dest_qpn |
-                        qp_attr_rq_psn | qp_attr_max_dest_rd_atomic | qp_attr_min_rnr_timer;
+        unsigned mask = qp_attr_state;
+        if (ud) {
+            verbs_error err;
+            ah *a = create_ah(pd_, at.ah_attr, &err);
+            if (!a) return std::string("create_ah: ") + verbs_error_str(err);
+            ahs_.push_back(a);
+        } else {
+            at.path_mtu = p_.path_mtu;
+            at.dest_qp_num = remote[i].qpn;
+            at.rq_psn = remote[i].psn;
+            mask |= qp_attr_av | qp_attr_path_mtu | qp_attr_dest_qpn | qp_attr_rq_psn;
+        }
+        if (rc) {
+            at.max_dest_rd_atomic = p_.out_reads;
+            at.min_rnr_timer = 12;
+            mask |= qp_attr_max_dest_rd_atomic | qp_attr_min_rnr_timer;
+        }
         if (verbs_error e = modify_qp(qps_[i], at, mask); e != verbs_error::ok)
             return std::string("modify QP to RTR: ") + verbs_error_str(e);
         at = qp_attr{};
         at.qp_state = qp_state::rts;
         at.sq_psn = psn_[i];
-        at.timeout = 14;
-        at.retry_cnt = 7;
-        at.rnr_retry = 7;
-        at.max_rd_atomic = uint8_t(
-            std::min<unsigned>(remote[i].out_reads ? remote[i].out_reads : 1, p_.out_reads));
-        mask = qp_attr_state | qp_attr_sq_psn | qp_attr_timeout | qp_attr_retry_cnt |
-               qp_attr_rnr_retry | qp_attr_max_qp_rd_atomic;
+        mask = qp_attr_state | qp_attr_sq_psn;
+        if (rc) {
+            at.timeout = 14;
+            at.retry_cnt = 7;
+            at.rnr_retry = 7;
+            at.max_rd_atomic = uint8_t(
+                std::min<unsigned>(remote[i].out_reads ? remote[i].out_reads : 1, p_.out_reads));
+            mask |=
+                qp_attr_timeout | qp_attr_retry_cnt | qp_attr_rnr_retry | qp_attr_max_qp_rd_atomic;
+        }
         if (verbs_error e = modify_qp(qps_[i], at, mask); e != verbs_error::ok)
             return std::string("modify QP to RTS: ") + verbs_error_str(e);
     }
@@ -179,7 +184,7 @@ std::string endpoint::connect(const std::vector<oob::perftest::key> &remote,
 
 std::string endpoint::post_receives() {
     for (size_t i = 0; i < qps_.size(); i++) {
-        sge s{uint64_t(uintptr_t(buf(i))), uint32_t(p_.max_size), mr_lkey(mr_)};
+        sge s{uint64_t(uintptr_t(buf(i))), uint32_t(half()), mr_lkey(mr_)};
         recv_wr wr;
         wr.wr_id = recv_tag | i;
         wr.sg_list = &s;
@@ -202,9 +207,17 @@ std::string endpoint::post_one(size_t qi, uint64_t size, bool signaled, uint64_t
     wr.sg_list = &s;
     wr.num_sge = 1;
     wr.send_flags = signaled ? unsigned(send_signaled) : 0u;
+    /* perftest: inline when the message fits -I (SEND and WRITE only) */
+    if ((p_.op == verb::send || p_.op == verb::write) && size <= p_.inline_size)
+        wr.send_flags |= send_inline;
     switch (p_.op) {
     case verb::send:
         wr.opcode = wr_opcode::send;
+        if (p_.conn == qp_type::ud) {
+            wr.wr.ud.ah = ahs_[qi];
+            wr.wr.ud.remote_qpn = remote_[qi].qpn;
+            wr.wr.ud.remote_qkey = ud_qkey;
+        }
         break;
     case verb::write:
         wr.opcode = wr_opcode::rdma_write;
@@ -250,8 +263,11 @@ std::string endpoint::run_bw(uint64_t size, bw_result &out,
     const uint32_t cq_mod = std::min<uint32_t>(p_.cq_mod, p_.tx_depth);
     const auto t0 = clock::now();
     auto last_report = t0;
-    peak_meter peak;
-    peak.start(t0, 0);
+    /* perftest measures no peak in -D runs nor above 20000 iterations. */
+    peak_meter peak(!timed && p_.iters <= peak_max_iters, timed ? 0 : p_.iters * nq);
+    auto since_t0 = [&t0](clock::time_point t) {
+        return std::chrono::duration<double>(t - t0).count();
+    };
     uint64_t total_done = 0;
     bool stopping = false;
     wc wcs[32];
@@ -260,6 +276,7 @@ std::string endpoint::run_bw(uint64_t size, bw_result &out,
             while (posted[qi] - done[qi] < depth && posted[qi] < per_qp) {
                 since_signal[qi]++;
                 bool sig = since_signal[qi] == cq_mod || posted[qi] + 1 == per_qp;
+                if (peak.enabled()) peak.posted(since_t0(clock::now()));
                 std::string e = post_one(qi, size, sig, make_wr_id(qi, uint32_t(since_signal[qi])));
                 if (!e.empty()) return e;
                 if (sig) since_signal[qi] = 0;
@@ -269,13 +286,13 @@ std::string endpoint::run_bw(uint64_t size, bw_result &out,
         progress_();
         int n = poll_cq(cq_, 32, wcs);
         if (std::string e = poll_errors(wcs, n); !e.empty()) return e;
+        const auto now = clock::now();
         for (int i = 0; i < n; i++) {
             if (wcs[i].wr_id & recv_tag) continue;
             done[wr_qp(wcs[i].wr_id)] += wr_covered(wcs[i].wr_id);
             total_done += wr_covered(wcs[i].wr_id);
+            peak.completed(since_t0(now), wr_covered(wcs[i].wr_id));
         }
-        const auto now = clock::now();
-        if (n > 0) peak.sample(now, total_done, size);
         if (now - last_report > std::chrono::milliseconds(200)) {
             last_report = now;
             double frac = timed ? seconds_since(t0) / p_.duration_s
@@ -310,21 +327,24 @@ std::string endpoint::run_bw(uint64_t size, bw_result &out,
     out.iters = total_done;
     out.seconds = seconds_since(t0);
     out.bw_avg_bytes_s = double(total_done) * double(size) / out.seconds;
-    out.bw_peak_bytes_s = std::max(peak.best(), out.bw_avg_bytes_s);
+    out.bw_peak_bytes_s = peak.best_bytes_per_s(size);
     out.msg_rate_mpps = double(total_done) / out.seconds / 1e6;
     return {};
 }
 
 std::string endpoint::serve_send_bw(uint64_t size, uint64_t iters, bw_result &out) {
     /* perftest's receiver (run_iter_bw_server) times its own receive
-     * completions, from the first to the last, and prints that report; the
-     * peak comes from the same peak_meter as run_bw's. */
+     * completions, from the first to the last, and prints that report. It
+     * measures no peak (perftest forces noPeak on a send_bw server without
+     * -b and prints 0): under loss a peak over a short window of the
+     * receives, as uroce printed before (103 MB/s beside an average of 2.1),
+     * only shows how fast the retransmitted messages that had piled up in
+     * flight completed after a stall. */
     const uint64_t want = iters * qps_.size();
     uint64_t got = 0;
     wc wcs[32];
     auto last = clock::now();
     clock::time_point first{};
-    peak_meter peak;
     while (got < want) {
         progress_();
         int n = poll_cq(cq_, 32, wcs);
@@ -337,12 +357,8 @@ std::string endpoint::serve_send_bw(uint64_t size, uint64_t iters, bw_result &ou
         }
         if (n) {
             last = clock::now();
-            if (received && got == 0) {
-                first = last;
-                peak.start(last, 0);
-            }
+            if (received && got == 0) first = last;
             got += received;
-            peak.sample(last, got, size);
             if (std::string e = post_receives(); !e.empty()) return e;
         } else if (clock::now() - last > std::chrono::seconds(10)) {
             return "no message for 10 s (" + std::to_string(got) + " of " + std::to_string(want) +
@@ -359,7 +375,7 @@ std::string endpoint::serve_send_bw(uint64_t size, uint64_t iters, bw_result &ou
         out.bw_avg_bytes_s = timed * double(size) / out.seconds;
         out.msg_rate_mpps = timed / out.seconds / 1e6;
     }
-    out.bw_peak_bytes_s = std::max(peak.best(), out.bw_avg_bytes_s);
+    out.bw_peak_bytes_s = 0;
     return {};
 }
 
@@ -376,6 +392,40 @@ std::string endpoint::service() {
     return reposts ? post_receives() : std::string();
 }
 
+void endpoint::clear_buffers() {
+    std::fill(buf_.begin(), buf_.end(), uint8_t(0));
+}
+
+void endpoint::lat_reset() {
+    lat_answered_ = 0;
+}
+
+std::string endpoint::lat_respond(uint64_t size) {
+    wc w[8];
+    const int n = poll_cq(cq_, 8, w);
+    if (std::string e = poll_errors(w, n); !e.empty()) return e;
+    if (p_.op == verb::send) {
+        for (int i = 0; i < n; i++) {
+            if (!(w[i].wr_id & recv_tag)) continue; /* our SEND's completion */
+            recv_posted_[0]--;
+            if (std::string e = post_receives(); !e.empty()) return e;
+            if (std::string e = post_one(0, size, true, 0); !e.empty()) return e;
+            lat_answered_++;
+        }
+    } else if (p_.op == verb::write) {
+        /* The initiator's tag k lands in our last byte: answer with ours. */
+        const size_t last = size ? size - 1 : 0;
+        const uint8_t tag = uint8_t(lat_answered_ + 1);
+        if (*static_cast<volatile uint8_t *>(buf(0) + last) == tag) {
+            src(0)[last] = tag;
+            if (std::string e = post_one(0, std::max<uint64_t>(size, 1), true, 0); !e.empty())
+                return e;
+            lat_answered_++;
+        }
+    }
+    return {};
+}
+
 std::string endpoint::run_lat(uint64_t size, bool client, lat_result &out) {
     /* send_lat and write_lat ping-pong and report half the round trip;
      * read_lat and atomic_lat time each request to its completion
@@ -387,8 +437,6 @@ std::string endpoint::run_lat(uint64_t size, bool client, lat_result &out) {
      * write at once and each compares the polled byte for equality with its
      * own count, so the slower side can miss a value and wait forever. */
     const bool initiator = p_.op == verb::write ? !client : client;
-    std::vector<double> samples;
-    samples.reserve(p_.iters);
     wc w[8];
     auto wait_completion = [&](bool want_recv) -> std::string {
         auto t0 = clock::now();
@@ -412,15 +460,23 @@ std::string endpoint::run_lat(uint64_t size, bool client, lat_result &out) {
         }
     };
     volatile uint8_t *mine = buf(0) + (size ? size - 1 : 0);
+    /* perftest times each iteration from its own post: tposted[i] is read
+     * right before the i-th post, and the samples are tposted[i + 1] -
+     * tposted[i] (print_report_lat). A responder posts only after the
+     * peer's message arrived, so no wait for the peer's first message (the
+     * TCP hand shake, the peer's start-up) is in any sample. */
+    std::vector<clock::time_point> posted;
+    posted.reserve(p_.iters);
     for (uint64_t it = 0; it < p_.iters; it++) {
-        const auto t0 = clock::now();
         if (p_.op == verb::send) {
             if (initiator) {
+                posted.push_back(clock::now());
                 if (std::string e = post_one(0, size, true, 0); !e.empty()) return e;
                 if (std::string e = wait_completion(false); !e.empty()) return e;
                 if (std::string e = wait_completion(true); !e.empty()) return e;
             } else {
                 if (std::string e = wait_completion(true); !e.empty()) return e;
+                posted.push_back(clock::now());
                 if (std::string e = post_one(0, size, true, 0); !e.empty()) return e;
                 if (std::string e = wait_completion(false); !e.empty()) return e;
             }
@@ -440,6 +496,7 @@ std::string endpoint::run_lat(uint64_t size, bool client, lat_result &out) {
             };
             auto send_write = [&]() -> std::string {
                 src(0)[size ? size - 1 : 0] = tag;
+                posted.push_back(clock::now());
                 if (std::string e = post_one(0, std::max<uint64_t>(size, 1), true, 0); !e.empty())
                     return e;
                 return wait_completion(false);
@@ -453,27 +510,22 @@ std::string endpoint::run_lat(uint64_t size, bool client, lat_result &out) {
             }
         } else {
             if (!initiator) break; /* the READ/atomic target only keeps polling (see caller) */
+            posted.push_back(clock::now());
             if (std::string e = post_one(0, size, true, 0); !e.empty()) return e;
             if (std::string e = wait_completion(false); !e.empty()) return e;
         }
-        double us = std::chrono::duration<double, std::micro>(clock::now() - t0).count();
-        samples.push_back((p_.op == verb::send || p_.op == verb::write) ? us / 2 : us);
     }
     out.size = size;
-    out.iters = samples.size();
-    if (samples.empty()) return {};
-    std::vector<double> s = samples;
-    std::sort(s.begin(), s.end());
-    double sum = 0, sq = 0;
-    for (double v : s)
-        sum += v, sq += v * v;
-    out.t_min = s.front();
-    out.t_max = s.back();
-    out.t_typical = s[s.size() / 2];
-    out.t_avg = sum / double(s.size());
-    out.t_stdev = std::sqrt(std::max(0.0, sq / double(s.size()) - out.t_avg * out.t_avg));
-    out.p99 = s[std::min(s.size() - 1, size_t(double(s.size()) * 0.99))];
-    out.p999 = s[std::min(s.size() - 1, size_t(double(s.size()) * 0.999))];
+    out.iters = posted.empty() ? 0 : p_.iters;
+    if (posted.size() < 2) return {};
+    /* send_lat and write_lat: half the round trip, as perftest prints. */
+    const double factor = (p_.op == verb::send || p_.op == verb::write) ? 2.0 : 1.0;
+    std::vector<double> s;
+    s.reserve(posted.size() - 1);
+    for (size_t i = 0; i + 1 < posted.size(); i++)
+        s.push_back(std::chrono::duration<double, std::micro>(posted[i + 1] - posted[i]).count() /
+                    factor);
+    compute_lat_stats(s, out);
     return {};
 }
 
@@ -493,12 +545,17 @@ static void print_banner(FILE *f, verb op, test_kind k, const perf_params &p,
     std::fprintf(f, "                    %s\n", verb_title(op, k));
     std::fprintf(f, " Dual-port       : OFF\t\tDevice         : %s\n", device.c_str());
     std::fprintf(f, " Number of qps   : %d\t\tTransport type : IB\n", p.num_qps);
-    std::fprintf(f, " Connection type : RC\t\tUsing SRQ      : OFF\n");
+    std::fprintf(f, " Connection type : %s\t\tUsing SRQ      : OFF\n",
+                 p.conn == qp_type::ud   ? "UD"
+                 : p.conn == qp_type::uc ? "UC"
+                                         : "RC");
     std::fprintf(f, " TX depth        : %u\n", k == test_kind::bw ? p.tx_depth : 1);
+    if (op == verb::send) std::fprintf(f, " RX depth        : %u\n", p.rx_depth);
     if (op == verb::read || op == verb::atomic)
         std::fprintf(f, " Outstand reads  : %u\n", p.out_reads);
     std::fprintf(f, " Mtu             : %u[B]\n", mtu_to_bytes(p.path_mtu));
     std::fprintf(f, " Link type       : Ethernet\n");
+    std::fprintf(f, " Max inline data : %u[B]\n", p.inline_size);
     std::fprintf(f, "%s", rule);
 }
 

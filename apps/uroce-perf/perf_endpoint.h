@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "perf_stats.h"
 #include "perftest_oob.h"
 #include "uroce_app_stack.h"
 
@@ -32,10 +33,12 @@ struct perf_params {
     uint64_t iters = 5000; /* -n */
     double duration_s = 0; /* -D: run this long instead of -n iterations */
     mtu path_mtu = mtu::mtu_4096;
-    uint32_t tx_depth = 128; /* perftest's default -t */
-    uint32_t rx_depth = 512; /* perftest's default -r */
-    uint32_t cq_mod = 100;   /* perftest's default --cq-mod: one signaled WR per this many */
-    uint8_t out_reads = 16;  /* max_rd_atomic for READ/atomic */
+    uint32_t tx_depth = 128;    /* perftest's default -t */
+    uint32_t rx_depth = 512;    /* perftest's default -r */
+    uint32_t cq_mod = 100;      /* perftest's default --cq-mod: one signaled WR per this many */
+    uint8_t out_reads = 16;     /* max_rd_atomic for READ/atomic */
+    qp_type conn = qp_type::rc; /* -c RC, UC (send/write) or UD (send) */
+    uint32_t inline_size = 0;   /* -I: SENDs and WRITEs up to this size go inline */
     /* bytes of each half of a QP's buffer (target, source): the largest
      * message of the run, and against perftest at least its cycle_buffer */
     uint64_t max_size = 65536;
@@ -50,16 +53,13 @@ struct bw_result {
     double msg_rate_mpps = 0; /* 1e6 messages per second */
 };
 
-struct lat_result {
-    uint64_t size = 0;
-    uint64_t iters = 0;
-    double t_min = 0, t_max = 0, t_typical = 0, t_avg = 0, t_stdev = 0, p99 = 0,
-           p999 = 0; /* usec */
-};
-
 /* What the other side needs to reach this one (perftest's KEY message). */
 oob::perftest::key to_key(uint32_t qpn, uint32_t psn, uint32_t rkey, uint64_t vaddr, const gid &g,
                           uint8_t out_reads);
+
+/* perftest's UD: DEF_QKEY, and the GRH in front of every received message. */
+inline constexpr uint32_t ud_qkey = 0x11111111;
+inline constexpr uint32_t ud_grh_len = 40; /* UD_ADDITION */
 
 class endpoint {
   public:
@@ -90,6 +90,14 @@ class endpoint {
     /* Non-blocking service of the passive side of a run on the same thread
      * (the loopback run): repost receives as SEND messages consume them. */
     std::string service();
+    /* The passive side of a latency test driven from the same thread (the
+     * loopback run), one non-blocking step: send_lat answers each receive
+     * with a SEND, write_lat each landed tag with a WRITE of its own tag;
+     * READ and atomic need nothing. lat_reset() before each size. */
+    void lat_reset();
+    std::string lat_respond(uint64_t size);
+    /* Zeroes both halves of every QP's buffer. */
+    void clear_buffers();
     /* Latency as perftest's client (client = true) or server; which side
      * moves first depends on the test, as in perftest (see the .cpp). */
     std::string run_lat(uint64_t size, bool client, lat_result &out);
@@ -108,11 +116,13 @@ class endpoint {
     std::string poll_errors(const wc *w, int n);
     /* Per QP two halves: what the peer writes, reads and receives into
      * (advertised in the key), then what this side sends from, so that a
-     * write_lat side never sees its own outgoing tag as the peer's. */
-    uint8_t *buf(size_t qi) { return buf_.data() + qi * 2 * p_.max_size; }
-    uint8_t *src(size_t qi) { return buf(qi) + p_.max_size; }
-    const uint8_t *buf(size_t qi) const { return buf_.data() + qi * 2 * p_.max_size; }
-    const uint8_t *src(size_t qi) const { return buf(qi) + p_.max_size; }
+     * write_lat side never sees its own outgoing tag as the peer's. On UD
+     * the receive half has room for the 40-byte GRH before the message. */
+    uint64_t half() const { return p_.max_size + (p_.conn == qp_type::ud ? ud_grh_len : 0); }
+    uint8_t *buf(size_t qi) { return buf_.data() + qi * 2 * half(); }
+    uint8_t *src(size_t qi) { return buf(qi) + half(); }
+    const uint8_t *buf(size_t qi) const { return buf_.data() + qi * 2 * half(); }
+    const uint8_t *src(size_t qi) const { return buf(qi) + half(); }
 
     app::stack &st_;
     perf_params p_;
@@ -126,6 +136,8 @@ class endpoint {
     std::vector<uint32_t> psn_;
     std::vector<oob::perftest::key> remote_;
     std::vector<uint32_t> recv_posted_;
+    std::vector<ah *> ahs_;     /* UD: one address handle per QP, as perftest */
+    uint64_t lat_answered_ = 0; /* lat_respond: answers sent at this size */
 };
 
 /* perftest's tables. */

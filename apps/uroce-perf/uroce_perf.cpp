@@ -20,6 +20,7 @@
  */
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <atomic>
@@ -27,6 +28,7 @@
 #include <ctime>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +46,8 @@ namespace {
 
 /* EAL memory without hugepages: two stacks' pools in --loopback. */
 constexpr unsigned memory_mb = 1024;
+/* uroce's max_inline_data (query_device), known before EAL starts. */
+constexpr uint32_t max_inline = 512;
 
 struct options {
     app::stack_options stack;
@@ -55,6 +59,7 @@ struct options {
     bool all_sizes = false;
     bool report_gbits = false;
     bool loopback = false;
+    bool inline_given = false; /* -I */
     int gidx = -1;
     uint16_t tcp_port = oob::default_port;
     std::string server;
@@ -84,6 +89,22 @@ bool parse_test(const std::string &name, verb &v, test_kind &k) {
 
 constexpr const char *test_names =
     "send_bw, write_bw, read_bw, atomic_bw, send_lat, write_lat, read_lat, atomic_lat";
+
+/* perftest's default -I (ctx_set_max_inline): the lat tests' SENDs
+ * (DEF_INLINE_SEND_RC_UC 236, DEF_INLINE_SEND_UD 188) and WRITEs
+ * (DEF_INLINE_WRITE 220) go inline, nothing else. */
+uint32_t default_inline(verb op, test_kind kind, qp_type conn) {
+    if (kind != test_kind::lat) return 0;
+    if (op == verb::send) return conn == qp_type::ud ? 188 : 236;
+    return op == verb::write ? 220 : 0;
+}
+
+/* perftest measures no BW peak (and says so first) in -D runs, above 20000
+ * iterations, and on the receiving side of send_bw without -b. */
+void warn_no_peak(const perf_params &p, test_kind kind, bool send_bw_server) {
+    if (kind == test_kind::bw && (p.duration_s > 0 || p.iters > peak_max_iters || send_bw_server))
+        std::printf(" WARNING: BW peak won't be measured in this run.\n");
+}
 
 /* The command line: the stack's and the tools' common options (one parser
  * for both apps, uroce_app_options.h), then perftest's own. Returns -1 to
@@ -123,12 +144,34 @@ int parse_args(int argc, char **argv, options &o) {
     cl.add(app::flag_option("CPU-freq", 'F', "accepted (uroce measures with a monotonic clock)",
                             cpu_freq));
     cl.add(app::flag_option("report_gbits", 0, "bandwidth in Gb/s", o.report_gbits));
-    cl.add({"connection", 'c', "type", "connection type: RC only",
-            [](const char *v, std::string &err) {
-                if (std::strcmp(v, "RC") == 0) return true;
-                err = app::quoted(v) + ": only RC is supported";
-                return false;
+    cl.add({"connection", 'c', "type",
+            "connection type: RC (default), UC (send and write tests)\n"
+            "or UD (send tests; Q_Key 0x11111111, 40-byte GRH in front of\n"
+            "each received message, messages up to the MTU)",
+            [&o](const char *v, std::string &err) {
+                if (std::strcmp(v, "RC") == 0)
+                    o.p.conn = qp_type::rc;
+                else if (std::strcmp(v, "UC") == 0)
+                    o.p.conn = qp_type::uc;
+                else if (std::strcmp(v, "UD") == 0)
+                    o.p.conn = qp_type::ud;
+                else {
+                    err = app::quoted(v) + " is not RC, UC or UD (uroce has no DC, XRC or SRD)";
+                    return false;
+                }
+                return true;
             }});
+    std::optional<uint32_t> inline_size, rx_depth;
+    cl.add(app::number_option("inline_size", 'I', "size",
+                              "SENDs and WRITEs up to this size go inline (default: lat\n"
+                              "tests 236 send, 188 UD send, 220 write; bw tests 0;\n"
+                              "uroce's limit is 512)",
+                              0, long(max_inline), [&](long n) { inline_size = uint32_t(n); }));
+    cl.add(app::number_option("rx-depth", 'r', "dep",
+                              "receive queue depth of SEND tests (default 512, at most -n;\n"
+                              "UC and UD: -n up to 16000, so that no message finds the\n"
+                              "queue empty)",
+                              1, 65536, [&](long n) { rx_depth = uint32_t(n); }));
     cl.add({"bidirectional", 'b', "", "not supported yet", [](const char *, std::string &err) {
                 err = "bidirectional runs are not supported yet";
                 return false;
@@ -170,8 +213,8 @@ int parse_args(int argc, char **argv, options &o) {
     if (o.tests.empty()) return cl.usage_error(std::string("no test: give one of ") + test_names);
     if (o.loopback) {
         for (auto [op, kind] : o.tests)
-            if (kind != test_kind::bw)
-                return cl.usage_error("--loopback runs bandwidth tests only");
+            if (kind == test_kind::lat && o.stack.shards > 1)
+                return cl.usage_error("--loopback latency tests run on one shard (no --shards)");
         if (o.p.num_qps < int(o.stack.shards))
             return cl.usage_error("--shards " + std::to_string(o.stack.shards) +
                                   " needs at least as many QPs (-q " +
@@ -187,6 +230,31 @@ int parse_args(int argc, char **argv, options &o) {
     }
     const bool lat = o.tests[0].second == test_kind::lat;
     o.p.iters = t.iters ? *t.iters : lat ? 1000 : 5000;
+    /* -c: perftest refuses UC for READ/atomic and UD for all but SEND. */
+    const char *conn = o.p.conn == qp_type::ud ? "UD" : "UC";
+    if (o.p.conn != qp_type::rc) {
+        if (o.loopback)
+            return cl.usage_error("--loopback runs RC only (no -c " + std::string(conn) + ")");
+        const verb v = o.tests[0].first;
+        if (o.p.conn == qp_type::uc && v != verb::send && v != verb::write)
+            return cl.usage_error("-c UC runs SEND and WRITE tests only");
+        if (o.p.conn == qp_type::ud && v != verb::send)
+            return cl.usage_error("-c UD runs SEND tests only");
+    }
+    o.inline_given = inline_size.has_value();
+    o.p.inline_size =
+        inline_size ? *inline_size : default_inline(o.tests[0].first, o.tests[0].second, o.p.conn);
+    /* perftest's rx depth (force_dependecies): at most the iterations of a
+     * SEND test; UC and UD by default all of them (up to 16000), since a
+     * message that finds no receive there is lost, not retried; even. */
+    if (rx_depth)
+        o.p.rx_depth = *rx_depth;
+    else if (o.p.conn != qp_type::rc)
+        o.p.rx_depth = uint32_t(std::min<uint64_t>(o.p.iters, 16000));
+    if (o.tests[0].first == verb::send) {
+        o.p.rx_depth = uint32_t(std::min<uint64_t>(o.p.rx_depth, o.p.iters));
+        if (o.p.rx_depth % 2 && o.p.duration_s == 0) o.p.rx_depth++;
+    }
     if (o.all_sizes) {
         o.sizes.clear();
         for (uint64_t s = 2; s <= (1u << 23); s *= 2)
@@ -271,6 +339,41 @@ void print_fanout(const app::stack &a, const app::stack &b) {
         }
 }
 
+/* A latency test over the ring: the client endpoint runs perftest's
+ * initiator loop, the server endpoint answers from the same thread (the
+ * progress function); both stacks on one core, so one sample is the
+ * software path of both stacks in turn, with no wire and no second core. */
+int run_loopback_lat(const options &o, const perf_params &p, endpoint &client, endpoint &server,
+                     uint64_t &lat_size, const std::string &serr) {
+    const auto [op, kind] = std::pair{p.op, p.kind};
+    print_lat_header(stdout, op, p, "uroce loopback");
+    const std::vector<uint64_t> sizes =
+        o.size_given || o.all_sizes ? o.sizes : std::vector<uint64_t>{2};
+    for (uint64_t size : sizes) {
+        if (op == verb::atomic) size = 8;
+        client.clear_buffers();
+        server.clear_buffers();
+        server.lat_reset();
+        lat_size = size;
+        lat_result r;
+        /* run_lat's initiator: the client of send/read/atomic, the server
+         * role of write (perftest's server writes first). */
+        std::string e = client.run_lat(size, op != verb::write, r);
+        if (e.empty()) e = serr;
+        if (!e.empty()) {
+            std::fprintf(stderr, "uroce-perf: %s %lu B: %s\n", verb_title(op, kind),
+                         (unsigned long)size, e.c_str());
+            return 1;
+        }
+        print_lat_line(stdout, r);
+        std::fflush(stdout);
+        if (op == verb::atomic) break;
+    }
+    std::printf("------------------------------------------------------------------------------"
+                "---------\n");
+    return 0;
+}
+
 int run_loopback(options &o) {
     std::string err;
     const unsigned n_shards = o.stack.shards;
@@ -341,11 +444,15 @@ int run_loopback(options &o) {
     const double ceiling = ring_ceiling_mpps(a->port(), b->port(), a->port().pool());
     std::printf(" ceiling: bare net_ring pair, 64 B frames, no stack: %.2f Mpps\n", ceiling);
 
+    if (std::any_of(o.tests.begin(), o.tests.end(),
+                    [](const auto &t) { return t.second == test_kind::bw; }))
+        warn_no_peak(o.p, test_kind::bw, false);
     int rc = 0;
     for (auto [op, kind] : o.tests) {
         perf_params p = o.p;
         p.op = op;
         p.kind = kind;
+        if (!o.inline_given) p.inline_size = default_inline(op, kind, p.conn);
         /* Shard k's client and server endpoints hold its share of the QPs
          * and run on lcore k, which polls shard k of both stacks. */
         std::vector<perf_params> pk(n_shards, p);
@@ -354,11 +461,16 @@ int run_loopback(options &o) {
         std::vector<std::unique_ptr<endpoint>> clients(n_shards), servers(n_shards);
         std::vector<std::string> serr(n_shards);
         std::vector<std::function<void()>> progress(n_shards);
+        uint64_t lat_size = 0; /* the size a latency test runs at */
         for (unsigned k = 0; k < n_shards; k++) {
             progress[k] = [&, k] {
                 a->poll_shard(k);
                 b->poll_shard(k);
-                if (servers[k] && serr[k].empty()) serr[k] = servers[k]->service();
+                /* The server endpoint is the passive side: it reposts
+                 * receives (bw), or answers each ping (lat). */
+                if (servers[k] && serr[k].empty())
+                    serr[k] = kind == test_kind::lat ? servers[k]->lat_respond(lat_size)
+                                                     : servers[k]->service();
             };
             clients[k] = std::make_unique<endpoint>(*a, pk[k], progress[k], k);
             servers[k] = std::make_unique<endpoint>(*b, pk[k], progress[k], k);
@@ -370,8 +482,10 @@ int run_loopback(options &o) {
                     std::fprintf(stderr, "uroce-perf: %s\n", e2.c_str());
                     return 1;
                 }
-            client.fill_pattern(1);
-            server.fill_pattern(2);
+            if (kind == test_kind::bw) {
+                client.fill_pattern(1);
+                server.fill_pattern(2);
+            }
             if (std::string e = client.connect(server.local_keys(gb), *mac_b, a->gid_index_for(gb));
                 !e.empty()) {
                 std::fprintf(stderr, "uroce-perf: %s\n", e.c_str());
@@ -383,12 +497,21 @@ int run_loopback(options &o) {
                 return 1;
             }
             if (op == verb::send)
-                if (std::string e = server.post_receives(); !e.empty()) {
-                    std::fprintf(stderr, "uroce-perf: %s\n", e.c_str());
-                    return 1;
-                }
+                for (endpoint *e : {&server, &client})
+                    if (e == &server || kind == test_kind::lat)
+                        if (std::string e2 = e->post_receives(); !e2.empty()) {
+                            std::fprintf(stderr, "uroce-perf: %s\n", e2.c_str());
+                            return 1;
+                        }
         }
         std::printf("\n");
+        if (kind == test_kind::lat) {
+            if (run_loopback_lat(o, p, *clients[0], *servers[0], lat_size, serr[0]) != 0) {
+                rc = 1;
+                break;
+            }
+            continue;
+        }
         print_bw_header(stdout, op, p, "uroce loopback", o.report_gbits);
         for (uint64_t size : o.sizes) {
             if (op == verb::atomic && size != 8) size = 8;
@@ -499,8 +622,17 @@ int run_remote(options &o) {
     cfg.size = o.sizes[0];
     cfg.duration = p.duration_s > 0;
     cfg.mtu = int(o.p.path_mtu > st->max_mtu() ? st->max_mtu() : o.p.path_mtu);
+    cfg.ud = p.conn == qp_type::ud;
+    if (cfg.ud && cfg.size > mtu_to_bytes(mtu(cfg.mtu))) {
+        /* perftest: a UD message is at most the MTU; larger sizes become it
+         * (saying so with -a, whose sizes stop there). */
+        cfg.size = mtu_to_bytes(mtu(cfg.mtu));
+        for (uint64_t &sz : o.sizes)
+            sz = std::min<uint64_t>(sz, cfg.size);
+    }
     cfg.timeout = std::chrono::seconds(o.timeout_s);
 
+    warn_no_peak(p, kind, op == verb::send && cfg.side == oob::perftest::role::server);
     app::control_runner ctl(*st);
     std::unique_ptr<endpoint> ep;
     bool header_done = false;

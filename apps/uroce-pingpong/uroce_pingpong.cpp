@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * uroce-pingpong: rdma-core's ibv_rc_pingpong / ibv_ud_pingpong on uroce.
+ * uroce-pingpong: rdma-core's ibv_rc_pingpong / ibv_uc_pingpong /
+ * ibv_ud_pingpong / ibv_srq_pingpong on uroce (--uc, --ud, --srq).
  *
  * Same options, same TCP exchange (port 18515, the 52-byte
  * LID:QPN:PSN:GID message, the server's RTR/RTS before its reply, "done"),
  * same QP attributes and the same output, so either side can be the stock
  * tool running on Linux rxe or a hardware RoCE NIC (rc_pingpong.c,
- * ud_pingpong.c, pingpong.c in rdma-core's libibverbs/examples).
+ * uc_pingpong.c, ud_pingpong.c, srq_pingpong.c, pingpong.c in rdma-core's
+ * libibverbs/examples).
  *
  *   uroce-pingpong [EAL options --] --vdev SPEC --ip ADDR [options] [server]
  *
@@ -17,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <span>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -51,6 +54,10 @@ struct options {
     int gidx = -1;
     bool validate = false;
     bool ud = false;
+    bool uc = false;
+    bool srq = false;    /* ibv_srq_pingpong: num_qp RC QPs share one SRQ */
+    uint32_t num_qp = 1; /* srq_pingpong's -q (default 16) */
+    bool rx_depth_given = false;
     uint32_t timeout_s = 10;
 };
 
@@ -65,8 +72,9 @@ int parse_args(int argc, char **argv, options &o) {
         "for connection\n"
         "  uroce-pingpong [EAL options --] [options] <host>   connect to server at "
         "<host>\n\n"
-        "rdma-core's ibv_rc_pingpong (and ibv_ud_pingpong with --ud) on uroce: the same\n"
-        "options, TCP exchange and output, so the other side can be the stock tool.\n");
+        "rdma-core's ibv_rc_pingpong on uroce (ibv_uc_pingpong with --uc, ibv_ud_pingpong\n"
+        "with --ud, ibv_srq_pingpong with --srq): the same options, TCP exchange and\n"
+        "output, so the other side can be the stock tool.\n");
     add_stack_options(cl, o.stack);
     cl.section("Options (ibv_rc_pingpong's)");
     tool_options t;
@@ -78,7 +86,10 @@ int parse_args(int argc, char **argv, options &o) {
                          [](long) {}));
     cl.add(number_option("rx-depth", 'r', "dep",
                          "number of receives to post at a time (default 500)", 1, 65536,
-                         [&o](long n) { o.rx_depth = uint32_t(n); }));
+                         [&o](long n) {
+                             o.rx_depth = uint32_t(n);
+                             o.rx_depth_given = true;
+                         }));
     cl.add(number_option("sl", 'l', "sl", "service level value", 0, 15,
                          [&o](long n) { o.sl = uint8_t(n); }));
     bool events = false;
@@ -88,6 +99,14 @@ int parse_args(int argc, char **argv, options &o) {
                          [&o](long n) { o.gidx = int(n); }));
     cl.add(flag_option("chk", 'c', "validate received buffer", o.validate));
     cl.add(flag_option("ud", 0, "UD mode, as ibv_ud_pingpong", o.ud));
+    cl.add(flag_option("uc", 0, "UC mode, as ibv_uc_pingpong", o.uc));
+    cl.add(flag_option("srq", 0, "N RC QPs sharing one SRQ, as ibv_srq_pingpong", o.srq));
+    bool num_qp_given = false;
+    cl.add(number_option("num-qp", 'q', "num", "with --srq: number of QPs (default 16)", 1,
+                         long(oob::pingpong::srq_slots - 1), [&](long n) {
+                             o.num_qp = uint32_t(n);
+                             num_qp_given = true;
+                         }));
     auto unsupported = [](const char *what) {
         return [what](const char *, std::string &err) {
             err = std::string(what) + " is not supported by uroce";
@@ -121,6 +140,17 @@ int parse_args(int argc, char **argv, options &o) {
      * size + 40 bytes, so a bigger default here overruns rxe's buffer and it
      * completes the receive with IBV_WC_LOC_QP_OP_ERR. */
     if (o.ud && !t.size) o.size = 1024;
+    if (int(o.ud) + int(o.uc) + int(o.srq) > 1)
+        return cl.usage_error("--ud, --uc and --srq are different tools: give one");
+    if (num_qp_given && !o.srq) return cl.usage_error("-q/--num-qp is for --srq");
+    if (o.srq) {
+        if (!num_qp_given) o.num_qp = 16;
+        /* srq_pingpong.c's own checks */
+        if (o.num_qp > o.rx_depth)
+            return cl.usage_error("rx_depth " + std::to_string(o.rx_depth) + " is too small for " +
+                                  std::to_string(o.num_qp) +
+                                  " QPs -- must have at least one receive per QP");
+    }
     return -1;
 }
 
@@ -130,21 +160,28 @@ class pingpong {
 
     int run() {
         if (int rc = setup()) return rc;
-        oob::pingpong::dest local;
-        local.qpn = qp_num(qp_);
-        local.psn = uint32_t(lrand48() & 0xffffff);
-        if (o_.gidx >= 0) local.gid = gid_.raw;
-        std::printf("  local address:  LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n", 0, local.qpn,
-                    local.psn, gid_.to_string().c_str());
+        std::vector<oob::pingpong::dest> local(qps_.size());
+        for (size_t i = 0; i < qps_.size(); i++) {
+            local[i].qpn = qp_num(qps_[i]);
+            local[i].psn = uint32_t(lrand48() & 0xffffff);
+            if (o_.gidx >= 0) local[i].gid = gid_.raw;
+            std::printf("  local address:  LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n", 0,
+                        local[i].qpn, local[i].psn, gid_.to_string().c_str());
+        }
 
         const auto timeout = std::chrono::seconds(o_.timeout_s);
         /* The TCP exchange blocks: it runs on a control thread while this
          * thread polls the stack (the peer resolves our MAC meanwhile). */
         control_runner ctl(st_);
-        auto connect_on_stack = [&](const oob::pingpong::dest &rem) {
+        auto connect_on_stack = [&](std::span<const oob::pingpong::dest> rem) {
             return ctl.call_on_stack<std::string>([&] { return connect(local, rem); });
         };
-        oob::pingpong::dest remote;
+        auto hook = [&](std::span<const oob::pingpong::dest> rem) -> oob::result<void> {
+            std::string e = connect_on_stack(rem);
+            if (!e.empty()) return oob::make_error(oob::errc::callback, e);
+            return {};
+        };
+        std::vector<oob::pingpong::dest> remote;
         std::string err;
         if (o_.server.empty()) {
             auto listener = oob::tcp_listener::listen("", o_.tcp_port);
@@ -157,18 +194,23 @@ class pingpong {
                     if (sock.code() != oob::errc::timeout) return sock.message();
                     if (stop_requested.load()) return "interrupted while waiting for a client";
                 }
-                /* The server moves its QP to RTR/RTS before it replies (pp_connect_ctx in
+                /* The server moves its QPs to RTR/RTS before it replies (pp_connect_ctx in
                  * rc_pingpong.c). */
+                if (o_.srq) {
+                    auto r = oob::pingpong::server_exchange_multi(
+                        *sock, local, oob::pingpong::srq_slots, hook, timeout);
+                    if (!r) return r.message();
+                    remote = *r;
+                    return {};
+                }
                 auto r = oob::pingpong::server_exchange(
-                    *sock, local,
-                    [&](const oob::pingpong::dest &rem) -> oob::result<void> {
-                        std::string e = connect_on_stack(rem);
-                        if (!e.empty()) return oob::make_error(oob::errc::callback, e);
-                        return {};
+                    *sock, local[0],
+                    [&](const oob::pingpong::dest &rem) {
+                        return hook({&rem, 1});
                     },
                     timeout);
                 if (!r) return r.message();
-                remote = *r;
+                remote = {*r};
                 return {};
             });
         } else {
@@ -176,16 +218,25 @@ class pingpong {
                 return fail("the port's link did not come up within " +
                             std::to_string(o_.timeout_s) + " s");
             err = ctl.run<std::string>([&]() -> std::string {
-                auto r = oob::pingpong::client_exchange(o_.server, o_.tcp_port, local, timeout);
-                if (!r) return r.message();
-                remote = *r;
+                if (o_.srq) {
+                    auto r = oob::pingpong::client_exchange_multi(
+                        o_.server, o_.tcp_port, local, oob::pingpong::srq_slots, timeout);
+                    if (!r) return r.message();
+                    remote = *r;
+                } else {
+                    auto r =
+                        oob::pingpong::client_exchange(o_.server, o_.tcp_port, local[0], timeout);
+                    if (!r) return r.message();
+                    remote = {*r};
+                }
                 return connect_on_stack(remote);
             });
         }
         if (!err.empty()) return fail(err);
-        std::printf("  remote address: LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n", remote.lid,
-                    remote.qpn, remote.psn, gid{remote.gid}.to_string().c_str());
-        return exchange(remote);
+        for (const auto &r : remote)
+            std::printf("  remote address: LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n", r.lid,
+                        r.qpn, r.psn, gid{r.gid}.to_string().c_str());
+        return exchange();
     }
 
   private:
@@ -193,6 +244,8 @@ class pingpong {
         std::fprintf(stderr, "uroce-pingpong: %s\n", msg.c_str());
         return 1;
     }
+
+    qp_type type() const { return o_.ud ? qp_type::ud : o_.uc ? qp_type::uc : qp_type::rc; }
 
     int setup() {
         if (o_.gidx < 0) {
@@ -212,36 +265,48 @@ class pingpong {
             return fail("-m " + std::to_string(mtu_to_bytes(o_.path_mtu)) +
                         " is above what the port carries (" +
                         std::to_string(mtu_to_bytes(st_.max_mtu())) + ")");
-        buf_.assign(o_.size + (o_.ud ? grh_len : 0), 0x7b);
+        buf_.assign(o_.size + (o_.ud ? grh_len : 0), fill());
         verbs_error err;
         pd_ = alloc_pd(st_.ctx(), &err);
         if (!pd_) return fail(std::string("alloc_pd: ") + verbs_error_str(err));
         mr_ = reg_mr(pd_, buf_.data(), buf_.size(), access_local_write, &err);
         if (!mr_) return fail(std::string("reg_mr: ") + verbs_error_str(err));
-        cq_ = create_cq(st_.ctx(), int(o_.rx_depth + 1), nullptr, &err);
+        /* srq_pingpong: rx_depth + num_qp entries; the others rx_depth + 1. */
+        cq_ = create_cq(st_.ctx(), int(o_.rx_depth + (o_.srq ? o_.num_qp : 1)), nullptr, &err);
         if (!cq_) return fail(std::string("create_cq: ") + verbs_error_str(err));
-        qp_init_attr ia;
-        ia.send_cq = cq_;
-        ia.recv_cq = cq_;
-        ia.cap.max_send_wr = 1;
-        ia.cap.max_recv_wr = o_.rx_depth;
-        ia.qp_type = o_.ud ? qp_type::ud : qp_type::rc;
-        qp_ = create_qp(pd_, ia, &err);
-        if (!qp_) return fail(std::string("create_qp: ") + verbs_error_str(err));
-        qp_attr at;
-        at.qp_state = qp_state::init;
-        at.pkey_index = 0;
-        at.port_num = 1;
-        unsigned mask = qp_attr_state | qp_attr_pkey_index | qp_attr_port;
-        if (o_.ud) {
-            at.qkey = ud_qkey;
-            mask |= qp_attr_qkey;
-        } else {
-            at.qp_access_flags = 0;
-            mask |= qp_attr_access_flags;
+        if (o_.srq) {
+            srq_init_attr sa;
+            sa.attr.max_wr = o_.rx_depth;
+            sa.attr.max_sge = 1;
+            srq_ = create_srq(pd_, sa, &err);
+            if (!srq_) return fail(std::string("create_srq: ") + verbs_error_str(err));
         }
-        if (verbs_error e = modify_qp(qp_, at, mask); e != verbs_error::ok)
-            return fail(std::string("modify QP to INIT: ") + verbs_error_str(e));
+        for (uint32_t i = 0; i < o_.num_qp; i++) {
+            qp_init_attr ia;
+            ia.send_cq = cq_;
+            ia.recv_cq = cq_;
+            ia.srq = srq_;
+            ia.cap.max_send_wr = 1;
+            ia.cap.max_recv_wr = o_.rx_depth;
+            ia.qp_type = type();
+            qp *q = create_qp(pd_, ia, &err);
+            if (!q) return fail(std::string("create_qp: ") + verbs_error_str(err));
+            qps_.push_back(q);
+            qp_attr at;
+            at.qp_state = qp_state::init;
+            at.pkey_index = 0;
+            at.port_num = 1;
+            unsigned mask = qp_attr_state | qp_attr_pkey_index | qp_attr_port;
+            if (o_.ud) {
+                at.qkey = ud_qkey;
+                mask |= qp_attr_qkey;
+            } else {
+                at.qp_access_flags = 0;
+                mask |= qp_attr_access_flags;
+            }
+            if (verbs_error e = modify_qp(q, at, mask); e != verbs_error::ok)
+                return fail(std::string("modify QP to INIT: ") + verbs_error_str(e));
+        }
         if (o_.validate && !o_.server.empty())
             for (uint32_t i = 0; i < o_.size; i++)
                 buf_[payload_offset() + i] = expected_byte(i);
@@ -253,6 +318,7 @@ class pingpong {
 
     size_t payload_offset() const { return o_.ud ? grh_len : 0; }
 
+    /* Into the SRQ with --srq, else the one QP's receive queue. */
     uint32_t post_recvs(uint32_t n) {
         sge s{uint64_t(uintptr_t(buf_.data())), uint32_t(buf_.size()), mr_lkey(mr_)};
         recv_wr wr;
@@ -261,13 +327,20 @@ class pingpong {
         wr.num_sge = 1;
         uint32_t i = 0;
         for (recv_wr *bad; i < n; i++)
-            if (post_recv(qp_, &wr, &bad) != verbs_error::ok) break;
+            if ((srq_ ? post_srq_recv(srq_, &wr, &bad) : post_recv(qps_[0], &wr, &bad)) !=
+                verbs_error::ok)
+                break;
         return i;
     }
 
-    /* pp_connect_ctx: resolve the peer's MAC, then RTR and RTS with rc_pingpong's attributes. */
-    std::string connect(const oob::pingpong::dest &local, const oob::pingpong::dest &remote) {
-        gid rgid{remote.gid};
+    /* pp_connect_ctx: resolve the peer's MAC, then RTR and RTS with the
+     * tool's attributes, for each QP (srq_pingpong: QP i to the peer's i). */
+    std::string connect(std::span<const oob::pingpong::dest> local,
+                        std::span<const oob::pingpong::dest> remote) {
+        if (remote.size() != qps_.size())
+            return "the peer has " + std::to_string(remote.size()) + " QPs, we have " +
+                   std::to_string(qps_.size());
+        gid rgid{remote[0].gid};
         if (rgid.is_zero())
             return "the peer sent no GID: RoCE needs one (run the stock tool with -g, e.g. -g 1 on "
                    "rxe)";
@@ -279,6 +352,7 @@ class pingpong {
             return "no ARP/ND answer from " + rgid.to_string() + " within " +
                    std::to_string(o_.timeout_s) + " s";
         ah_attr ah;
+        /* srq_pingpong addresses every QP with the first address's GID. */
         ah.grh.dgid = rgid;
         ah.grh.sgid_index = uint8_t(st_.addrs().gid_index(gid_));
         /* ibv_rc_pingpong sets hop_limit 1, but for RoCE the kernel replaces
@@ -286,44 +360,50 @@ class pingpong {
          * sends TTL 64: keep the default, 64. */
         ah.sl = o_.sl;
         mac->copy_to(ah.dmac);
-        qp_attr at;
-        at.qp_state = qp_state::rtr;
-        unsigned mask = qp_attr_state;
         if (o_.ud) {
             verbs_error err;
             ah_ = create_ah(pd_, ah, &err);
             if (!ah_) return std::string("create_ah: ") + verbs_error_str(err);
-        } else {
-            at.path_mtu = o_.path_mtu;
-            at.dest_qp_num = remote.qpn;
-            at.rq_psn = remote.psn;
-            at.max_dest_rd_atomic = 1;
-            at.min_rnr_timer = 12;
-            at.ah_attr = ah;
-            mask |= qp_attr_av | qp_attr_path_mtu | qp_attr_dest_qpn | qp_attr_rq_psn |
-                    qp_attr_max_dest_rd_atomic | qp_attr_min_rnr_timer;
         }
-        if (verbs_error e = modify_qp(qp_, at, mask); e != verbs_error::ok)
-            return std::string("modify QP to RTR: ") + verbs_error_str(e);
-        at = qp_attr{};
-        at.qp_state = qp_state::rts;
-        at.sq_psn = local.psn;
-        mask = qp_attr_state | qp_attr_sq_psn;
-        if (!o_.ud) {
-            at.timeout = 14;
-            at.retry_cnt = 7;
-            at.rnr_retry = 7;
-            at.max_rd_atomic = 1;
-            mask |=
-                qp_attr_timeout | qp_attr_retry_cnt | qp_attr_rnr_retry | qp_attr_max_qp_rd_atomic;
+        for (size_t i = 0; i < qps_.size(); i++) {
+            qp_attr at;
+            at.qp_state = qp_state::rtr;
+            unsigned mask = qp_attr_state;
+            if (!o_.ud) {
+                at.path_mtu = o_.path_mtu;
+                at.dest_qp_num = remote[i].qpn;
+                at.rq_psn = remote[i].psn;
+                at.ah_attr = ah;
+                mask |= qp_attr_av | qp_attr_path_mtu | qp_attr_dest_qpn | qp_attr_rq_psn;
+            }
+            if (type() == qp_type::rc) {
+                at.max_dest_rd_atomic = 1;
+                at.min_rnr_timer = 12;
+                mask |= qp_attr_max_dest_rd_atomic | qp_attr_min_rnr_timer;
+            }
+            if (verbs_error e = modify_qp(qps_[i], at, mask); e != verbs_error::ok)
+                return std::string("modify QP to RTR: ") + verbs_error_str(e);
+            at = qp_attr{};
+            at.qp_state = qp_state::rts;
+            at.sq_psn = local[i].psn;
+            mask = qp_attr_state | qp_attr_sq_psn;
+            /* uc_pingpong moves to RTS with the PSN alone. */
+            if (type() == qp_type::rc) {
+                at.timeout = 14;
+                at.retry_cnt = 7;
+                at.rnr_retry = 7;
+                at.max_rd_atomic = 1;
+                mask |= qp_attr_timeout | qp_attr_retry_cnt | qp_attr_rnr_retry |
+                        qp_attr_max_qp_rd_atomic;
+            }
+            if (verbs_error e = modify_qp(qps_[i], at, mask); e != verbs_error::ok)
+                return std::string("modify QP to RTS: ") + verbs_error_str(e);
         }
-        if (verbs_error e = modify_qp(qp_, at, mask); e != verbs_error::ok)
-            return std::string("modify QP to RTS: ") + verbs_error_str(e);
-        remote_qpn_ = remote.qpn;
+        remote_qpn_ = remote[0].qpn;
         return {};
     }
 
-    bool send() {
+    bool send(size_t qi) {
         sge s{uint64_t(uintptr_t(buf_.data() + payload_offset())), o_.size, mr_lkey(mr_)};
         send_wr wr;
         wr.wr_id = send_wrid;
@@ -337,25 +417,29 @@ class pingpong {
             wr.wr.ud.remote_qkey = ud_qkey;
         }
         send_wr *bad;
-        return post_send(qp_, &wr, &bad) == verbs_error::ok;
+        return post_send(qps_[qi], &wr, &bad) == verbs_error::ok;
     }
 
-    int exchange(const oob::pingpong::dest &) {
-        uint64_t pending = recv_wrid;
-        if (!o_.server.empty()) {
-            if (!send()) return fail("couldn't post send");
-            pending |= send_wrid;
-        }
+    int exchange() {
+        /* Per QP what it still waits for; with --srq the counts are over all
+         * QPs together, as in srq_pingpong.c. */
+        std::vector<uint64_t> pending(qps_.size(), recv_wrid);
+        if (!o_.server.empty())
+            for (size_t qi = 0; qi < qps_.size(); qi++) {
+                if (!send(qi)) return fail("couldn't post send");
+                pending[qi] |= send_wrid;
+            }
         uint32_t rcnt = 0, scnt = 0;
         const auto start = std::chrono::steady_clock::now();
         auto last_progress = start;
         const auto silence = std::chrono::seconds(o_.timeout_s);
-        wc wcs[2];
+        const uint32_t refill_at = uint32_t(qps_.size()); /* rc_pingpong: 1; srq: num_qp */
+        std::vector<wc> wcs(o_.srq ? o_.rx_depth + o_.num_qp : 2);
         while (rcnt < o_.iters || scnt < o_.iters) {
             if (stop_requested.load(std::memory_order_relaxed)) return fail("interrupted");
             maybe_print_counters(st_);
             st_.poll();
-            int ne = poll_cq(cq_, 2, wcs);
+            int ne = poll_cq(cq_, int(wcs.size()), wcs.data());
             if (ne == 0) {
                 if (std::chrono::steady_clock::now() - last_progress > silence)
                     return fail("no completion for " + std::to_string(o_.timeout_s) + " s (sent " +
@@ -365,16 +449,20 @@ class pingpong {
             }
             last_progress = std::chrono::steady_clock::now();
             for (int i = 0; i < ne; i++) {
-                const wc &w = wcs[i];
+                const wc &w = wcs[size_t(i)];
                 if (w.status != wc_status::success) {
                     std::fprintf(stderr, "Failed status %s (%d) for wr_id %d\n",
                                  wc_status_str(w.status), int(w.status), int(w.wr_id));
                     return 1;
                 }
+                size_t qi = 0;
+                while (qi < qps_.size() && qp_num(qps_[qi]) != w.qp_num)
+                    qi++;
+                if (qi == qps_.size()) return fail("completion for an unknown QP");
                 if (w.wr_id == send_wrid) {
                     ++scnt;
                 } else if (w.wr_id == recv_wrid) {
-                    if (--routs_ <= 1) {
+                    if (--routs_ <= refill_at) {
                         routs_ += post_recvs(o_.rx_depth - routs_);
                         if (routs_ < o_.rx_depth)
                             return fail("couldn't post receive (" + std::to_string(routs_) + ")");
@@ -384,10 +472,10 @@ class pingpong {
                 } else {
                     return fail("completion for unknown wr_id " + std::to_string(w.wr_id));
                 }
-                pending &= ~w.wr_id;
-                if (scnt < o_.iters && !pending) {
-                    if (!send()) return fail("couldn't post send");
-                    pending = recv_wrid | send_wrid;
+                pending[qi] &= ~w.wr_id;
+                if (scnt < o_.iters && !pending[qi]) {
+                    if (!send(qi)) return fail("couldn't post send");
+                    pending[qi] = recv_wrid | send_wrid;
                 }
             }
         }
@@ -407,11 +495,14 @@ class pingpong {
     /* -c: the image rc_pingpong's validate_buf puts on the wire, so that
      * either side can be rdma-core's tool: the buffer is filled with 0x7b and
      * the client writes (i / page_size) % sizeof(char), that is 0, at every
-     * page start (measured: rxe's first -c message is 00 7b 7b ...). The
+     * page start (measured: rxe's first -c message is 00 7b 7b ...;
+     * srq_pingpong fills its buffer with 0 instead, so its image is all 0). The
      * server echoes what it received. rdma-core's server checks the page
      * starts once, at the end, and only prints; uroce checks every byte of
      * every message and fails the run. */
-    uint8_t expected_byte(uint32_t i) const { return i % page_size_ == 0 ? 0 : 0x7b; }
+    uint8_t expected_byte(uint32_t i) const { return i % page_size_ == 0 ? 0 : fill(); }
+    /* What the tool fills its buffer with: 0x7b, srq_pingpong 0. */
+    uint8_t fill() const { return o_.srq ? 0 : 0x7b; }
     bool check_buffer(uint32_t iter) {
         for (uint32_t i = 0; i < o_.size; i++)
             if (buf_[payload_offset() + i] != expected_byte(i)) {
@@ -430,7 +521,8 @@ class pingpong {
     pd *pd_ = nullptr;
     mr *mr_ = nullptr;
     cq *cq_ = nullptr;
-    qp *qp_ = nullptr;
+    srq *srq_ = nullptr;
+    std::vector<qp *> qps_;
     ah *ah_ = nullptr;
     uint32_t routs_ = 0;
     uint32_t remote_qpn_ = 0;

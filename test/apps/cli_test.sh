@@ -75,7 +75,15 @@ usage "no test" "no test" "$perf" --vdev net_ring0 --ip 10.0.0.1/24
 usage "not a test" "'nope_bw' is not a test" "$perf" nope_bw --loopback
 usage "no address" "no local address" "$pp" --vdev net_ring0
 usage "no port" "no port" "$pp" --ip 10.0.0.1/24
-usage "lat in loopback" "bandwidth tests only" "$perf" --loopback send_lat
+usage "lat in loopback with shards" "latency tests run on one shard" "$perf" --loopback send_lat --shards 2
+usage "UC read" "-c UC runs SEND and WRITE tests only" "$perf" read_bw -c UC --vdev net_ring0 --ip 10.0.0.1/24
+usage "UD write" "-c UD runs SEND tests only" "$perf" write_lat -c UD --vdev net_ring0 --ip 10.0.0.1/24
+usage "no DC" "'DC' is not RC, UC or UD" "$perf" send_bw -c DC
+usage "inline limit" "-I/--inline_size: '1024' is not a number in 0..512" "$perf" send_lat -I 1024
+usage "rx depth" "-r/--rx-depth: '0' is not a number" "$perf" send_bw -r 0
+usage "two pingpongs" "--ud, --uc and --srq are different tools" "$pp" --ip 10.0.0.1/24 --vdev net_ring0 --uc --srq
+usage "-q without --srq" "-q/--num-qp is for --srq" "$pp" --ip 10.0.0.1/24 --vdev net_ring0 -q 4
+usage "srq rx depth" "rx_depth 2 is too small for 4 QPs" "$pp" --ip 10.0.0.1/24 --vdev net_ring0 --srq -q 4 -r 2
 usage "unsupported" "rdma_cm is not supported" "$perf" write_bw -R
 
 # run failures

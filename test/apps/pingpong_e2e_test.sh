@@ -5,6 +5,7 @@
 #   veth    two network namespaces joined by a veth pair, net_af_packet on
 #           each end; the TCP exchange runs over kernel addresses on the
 #           same veth (10.99.0.0/24), RoCE over uroce's (10.99.1.0/24)
+# Modes: RC, UC (--uc), UD (--ud), SRQ (--srq, N QPs sharing one SRQ).
 # Each case checks the exit codes and the data (-c), and that the run
 # really moved the traffic (the pingpong's own iteration report); over memif
 # the client's capture shows every RoCEv2 frame with TTL 64, as rxe sends.
@@ -112,6 +113,9 @@ if [ "$which" = all ] || [ "$which" = memif ]; then
   run_memif rc-1B -s 1 -c
   run_memif rc-64K-mtu4096 -s 65536 -m 4096 -n 200 -c
   run_memif ud -c --ud
+  run_memif uc -c --uc -n 300
+  run_memif srq-16qp -c --srq -n 300
+  run_memif srq-4qp-1B -c --srq -q 4 -s 1 -n 300
 fi
 
 if [ "$which" = all ] || [ "$which" = veth ]; then
@@ -132,6 +136,8 @@ if [ "$which" = all ] || [ "$which" = veth ]; then
     run_veth rc-default -c
     run_veth rc-64K-mtu4096 -s 65536 -m 4096 -n 100 -c
     run_veth ud --ud -c
+    run_veth uc --uc -c -n 300
+    run_veth srq-4qp --srq -q 4 -c -n 300
   fi
 fi
 
