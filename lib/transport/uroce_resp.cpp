@@ -624,18 +624,26 @@ static void execute_read(qp *q, const roce_packet &p, rd_resource *res) {
     ++q->cnt.rx_pkts;
 }
 
-static void rcv_read(qp *q, const roce_packet &p) {
-    const reth *h = p.reth();
-    if (!check_rkey(q, h->rkey(), access_remote_read, h->va(), h->dma_length())) {
-        reject_request(q, p.psn(), remote_access_nak);
-        return;
+/* What an RDMA READ or atomic passes before it takes a responder resource
+ * (rxe_resp.c check_rkey, then check_resource): the key and its rights over
+ * [va, va + len), then a free resource within max_dest_rd_atomic. nullptr
+ * when refused (the NAK or UC drop is done). */
+static rd_resource *admit_rd_atomic(qp *q, uint32_t psn, uint32_t rkey, unsigned access,
+                                    uint64_t va, uint64_t len) {
+    if (!check_rkey(q, rkey, access, va, len)) {
+        reject_request(q, psn, remote_access_nak);
+        return nullptr;
     }
     rd_resource *res = alloc_res(q);
-    if (!res) {
-        reject_request(q, p.psn(), invalid_request_nak);
-        return;
-    }
-    execute_read(q, p, res);
+    if (!res) reject_request(q, psn, invalid_request_nak);
+    return res;
+}
+
+static void rcv_read(qp *q, const roce_packet &p) {
+    const reth *h = p.reth();
+    if (rd_resource *res =
+            admit_rd_atomic(q, p.psn(), h->rkey(), access_remote_read, h->va(), h->dma_length()))
+        execute_read(q, p, res);
 }
 
 /* Atomic with respect to every QP of the process: host atomics. The
@@ -672,16 +680,8 @@ static void rcv_atomic(qp *q, const roce_packet &p) {
         reject_request(q, p.psn(), invalid_request_nak);
         return;
     }
-    if (!check_rkey(q, h->rkey(), access_remote_atomic, h->va(), 8)) {
-        reject_request(q, p.psn(), remote_access_nak);
-        return;
-    }
-    rd_resource *res = alloc_res(q);
-    if (!res) {
-        reject_request(q, p.psn(), invalid_request_nak);
-        return;
-    }
-    execute_atomic(q, p, res);
+    if (rd_resource *res = admit_rd_atomic(q, p.psn(), h->rkey(), access_remote_atomic, h->va(), 8))
+        execute_atomic(q, p, res);
 }
 
 void resp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
