@@ -30,16 +30,22 @@ bool file_has_nanoseconds(const char *path) {
                       (m[0] == 0x4d && m[1] == 0x3c && m[2] == 0xb2 && m[3] == 0xa1));
 }
 
-std::string rel_time(int64_t ns, bool nano) {
+/* Timestamps in ns, wide: a capture's seconds (pcapng's 64-bit units, an
+ * if_tsoffset) times 10^9 need not fit 64 bits. */
+using wide_ns = __int128;
+
+std::string rel_time(wide_ns ns, bool nano) {
     char buf[48];
     const char *sign = ns < 0 ? "-" : "";
-    uint64_t a = ns < 0 ? uint64_t(-ns) : uint64_t(ns);
+    unsigned __int128 a =
+        ns < 0 ? -static_cast<unsigned __int128>(ns) : static_cast<unsigned __int128>(ns);
+    unsigned __int128 whole = a / 1000000000;
+    uint64_t sec = whole > UINT64_MAX ? UINT64_MAX : uint64_t(whole);
+    uint64_t frac = uint64_t(a % 1000000000);
     if (nano)
-        std::snprintf(buf, sizeof buf, "%s%" PRIu64 ".%09" PRIu64, sign, a / 1000000000,
-                      a % 1000000000);
+        std::snprintf(buf, sizeof buf, "%s%" PRIu64 ".%09" PRIu64, sign, sec, frac);
     else
-        std::snprintf(buf, sizeof buf, "%s%" PRIu64 ".%06" PRIu64, sign, a / 1000000000,
-                      (a % 1000000000) / 1000);
+        std::snprintf(buf, sizeof buf, "%s%" PRIu64 ".%06" PRIu64, sign, sec, frac / 1000);
     return buf;
 }
 
@@ -83,7 +89,7 @@ int read_capture(const char *path, const read_options &o, FILE *out, std::string
     flow_table flows;
     bool print_lines = !o.check && !o.flows && !o.fields;
     uint64_t number = 0, hidden = 0;
-    int64_t t0 = 0;
+    wide_ns t0 = 0;
     if (o.fields) std::fprintf(out, "#%s\n", fields_header);
 
     struct pcap_pkthdr *h;
@@ -91,7 +97,7 @@ int read_capture(const char *path, const read_options &o, FILE *out, std::string
     int rc;
     while ((rc = pcap_next_ex(pc, &h, &data)) == 1) {
         number++;
-        int64_t t = int64_t(h->ts.tv_sec) * 1000000000 + h->ts.tv_usec; /* tv_usec holds ns */
+        wide_ns t = wide_ns(h->ts.tv_sec) * 1000000000 + h->ts.tv_usec; /* tv_usec holds ns */
         if (number == 1) t0 = t;
         const frame_report &r = an.analyze(number, data, h->caplen, h->len);
         check.add(r);
