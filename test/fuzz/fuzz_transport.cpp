@@ -21,7 +21,8 @@
  * the completer's oldest unacknowledged PSN for responses), the R_Key and VA
  * of a chosen MR (bits 2-3: 0 read/write/atomic MR, 1 remote-read-only MR,
  * 2 an MR without remote access, 3 the frame's own; the VA from the frame's
- * low 16 bits, from 256 bytes before the MR to 256 bytes past it), UD's
+ * low 16 bits: with bit 15, up to 511 bytes before the MR's end, else from
+ * 256 bytes before the MR to 256 bytes past it), UD's
  * Q_Key; then write_headers/finish_frame recompute lengths, checksums and
  * the ICRC, so the frame passes the ICRC check and reaches the QP. Bit 4
  * lets 0.5 s pass first (retransmission and RNR timers), bit 6 polls the
@@ -173,9 +174,8 @@ struct harness {
         return a;
     }
 
-    mr *reg(uint8_t *&buf, size_t len, unsigned acc, uint8_t fill) {
+    mr *reg(uint8_t *&buf, size_t len, unsigned acc) {
         buf = mem().alloc(len);
-        (void)fill;
         verbs_error err;
         mr *m = reg_mr(pd_, buf, len, acc, &err);
         FUZZ_REQUIRE(m != nullptr);
@@ -332,13 +332,13 @@ struct harness {
         }
         const unsigned remote =
             access_local_write | access_remote_write | access_remote_read | access_remote_atomic;
-        rw = reg(rw_buf, 8192, remote, 0);
-        ro = reg(ro_buf, 4096, access_remote_read, 0);
-        src = reg(src_buf, 4096, 0, 0);
-        rd1 = reg(rd1_buf, 3000, access_local_write, 0);
-        rd2 = reg(rd2_buf, 100, access_local_write, 0);
-        at1 = reg(at1_buf, 8, access_local_write, 0);
-        at2 = reg(at2_buf, 8, access_local_write, 0);
+        rw = reg(rw_buf, 8192, remote);
+        ro = reg(ro_buf, 4096, access_remote_read);
+        src = reg(src_buf, 4096, 0);
+        rd1 = reg(rd1_buf, 3000, access_local_write);
+        rd2 = reg(rd2_buf, 100, access_local_write);
+        at1 = reg(at1_buf, 8, access_local_write);
+        at2 = reg(at2_buf, 8, access_local_write);
         for (int i = 0; i < 3; i++)
             for (uint32_t len : {64u, 1000u, 4096u, 300u})
                 post_recv_on(qps[i], nullptr, len, i == 2 ? 40 : 0);
@@ -434,18 +434,23 @@ struct harness {
             bool request = p.info->has(op_flag::request);
             b.psn = uint32_t((request ? q->resp.psn : q->comp.psn) + int32_t(delta)) & 0xffffff;
         }
+        /* The VA from the frame's low 16 bits: with bit 15 set, up to 511
+         * bytes before the MR's end (where off-by-one bounds checks fail),
+         * else from 256 bytes before the MR to 256 bytes past it. */
+        auto place = [&](mr *m, const uint8_t *buf, size_t len) {
+            const uint64_t v = x.va & 0xffff, base = reinterpret_cast<uint64_t>(buf);
+            x.rkey = mr_rkey(m);
+            x.va = v & 0x8000 ? base + len - (v & 0x1ff) : base + (v & 0x7fff) % (len + 512) - 256;
+        };
         switch (flags >> 2 & 3) {
         case 0:
-            x.rkey = mr_rkey(rw);
-            x.va = reinterpret_cast<uint64_t>(rw_buf) + (x.va & 0xffff) % (8192 + 512) - 256;
+            place(rw, rw_buf, 8192);
             break;
         case 1:
-            x.rkey = mr_rkey(ro);
-            x.va = reinterpret_cast<uint64_t>(ro_buf) + (x.va & 0xffff) % (4096 + 512) - 256;
+            place(ro, ro_buf, 4096);
             break;
         case 2:
-            x.rkey = mr_rkey(src);
-            x.va = reinterpret_cast<uint64_t>(src_buf) + (x.va & 0xffff) % (4096 + 512) - 256;
+            place(src, src_buf, 4096);
             break;
         default:
             break;
