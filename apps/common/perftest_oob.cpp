@@ -28,8 +28,6 @@ std::span<const uint8_t> bytes_of(std::string_view s) {
 constexpr size_t n_fixed = 6;
 constexpr size_t fixed_widths[n_fixed] = {4, 4, 6, 6, 8, 16};
 
-constexpr std::string_view what_key = "the key exchange";
-
 } // namespace
 
 const char *verb_name(verb v) {

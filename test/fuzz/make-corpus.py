@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""Regenerate test/fuzz/corpus/ from the golden captures.
+"""Regenerate test/fuzz/corpus/parse/ (fuzz_parse's seeds) from the golden captures.
 
 One file per kind of frame: the first two frames of every (capture, opcode)
 pair, the first few non-RoCE frames of each capture (TCP), and synthetic

@@ -1,19 +1,26 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
-# Build the parser fuzzer with clang (ASan + UBSan + libFuzzer) in its own
-# build directory and run it for a short while from the committed corpus.
+# Build the fuzz targets with clang (ASan + UBSan + libFuzzer) in their own
+# build directory and run each for a short while from its committed corpus.
 #
-#   test/fuzz/run-fuzz.sh [SECONDS]        default 60; CI runs this
+#   test/fuzz/run-fuzz.sh [SECONDS [TARGET...]]
+#       SECONDS per target, default 30 (CI runs this: 6 targets, ~3 min of
+#       fuzzing); TARGET among parse transport neigh engine oob dump_read,
+#       default all of them.
 #
 # Environment: BUILD_DIR (default build-fuzz), JOBS (ninja -j, default 2),
 # FUZZ_WORK (where new corpus entries go, default $BUILD_DIR/fuzz-work).
-# Exit 0 when the run found nothing. When it crashes, the input is left as
-# $FUZZ_WORK/crash-* (libFuzzer's name); reproduce with
-#   $BUILD_DIR/test/fuzz/fuzz_parse CRASH_FILE
-# and, once fixed, copy it to test/fuzz/regressions/ so every build replays it.
+# Exit 0 when no run found anything. When one crashes, its input is left as
+# $FUZZ_WORK/<target>/crash-* (libFuzzer's name) and the other targets still
+# run; reproduce with
+#   $BUILD_DIR/test/fuzz/fuzz_<target> CRASH_FILE
+# and, once fixed, copy it to test/fuzz/regressions/<target>/ so every build
+# replays it (and say what it guards in test/fuzz/regressions/README.md).
 set -eu
 
-seconds=${1:-60}
+seconds=${1:-30}
+[ $# -gt 0 ] && shift
+targets=${*:-parse transport neigh engine oob dump_read}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=${BUILD_DIR:-$root/build-fuzz}
@@ -24,9 +31,9 @@ command -v clang++ >/dev/null || { echo "run-fuzz.sh: clang++ not found" >&2; ex
 
 if [ ! -f "$build/build.ninja" ]; then
     # -fsanitize=fuzzer-no-link instruments the libraries for coverage; the
-    # target links -fsanitize=fuzzer. UBSan findings must stop the run.
+    # targets link -fsanitize=fuzzer. UBSan findings must stop the run.
     # tests=true only because test/fuzz lives under test/; ninja below builds
-    # just the fuzzer and what it links.
+    # just the fuzzers and what they link.
     CC=clang CXX=clang++ meson setup "$build" "$root" \
         -Dfuzzers=true -Dtests=true -Dbenchmarks=false \
         -Dbuildtype=debugoptimized -Db_ndebug=false \
@@ -34,14 +41,46 @@ if [ ! -f "$build/build.ninja" ]; then
         "-Dc_args=-fsanitize=fuzzer-no-link -fno-sanitize-recover=undefined" \
         "-Dcpp_args=-fsanitize=fuzzer-no-link -fno-sanitize-recover=undefined"
 fi
-ninja -C "$build" -j "$jobs" test/fuzz/fuzz_parse
+bins=
+for t in $targets; do bins="$bins test/fuzz/fuzz_$t"; done
+# shellcheck disable=SC2086
+ninja -C "$build" -j "$jobs" $bins
 
-# New inputs go to a scratch corpus dir (first dir), seeds are read from the
-# committed corpus and regressions; nothing in the source tree is modified.
-mkdir -p "$work/corpus"
-cd "$work"
+# The longest input worth trying: a frame (parse); a few dozen frames
+# (transport, engine, neigh); a perftest exchange (oob); a small capture.
+max_len() {
+    case $1 in
+    parse) echo 4400 ;;
+    transport | engine) echo 20000 ;;
+    neigh | oob) echo 4096 ;;
+    dump_read) echo 16384 ;;
+    *) echo 4096 ;;
+    esac
+}
+
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-"$build/test/fuzz/fuzz_parse" -max_total_time="$seconds" -max_len=4400 \
-    -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 \
-    "$work/corpus" "$here/corpus" "$here/regressions"
+failed=
+summary=
+for t in $targets; do
+    # New inputs go to a scratch corpus dir (first dir), seeds are read from
+    # the committed corpus and regressions; the source tree is not modified.
+    mkdir -p "$work/$t/corpus"
+    echo "=== fuzz_$t, $seconds s"
+    if (cd "$work/$t" && "$build/test/fuzz/fuzz_$t" -max_total_time="$seconds" \
+            -max_len="$(max_len "$t")" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 \
+            -artifact_prefix="$work/$t/" \
+            "$work/$t/corpus" "$here/corpus/$t" "$here/regressions/$t" >"$work/$t.log" 2>&1); then
+        line=$(grep -E '^#[0-9]+.*(DONE|pulse|NEW|REDUCE|INITED)' "$work/$t.log" | tail -n 1 |
+            sed 's/^#\([0-9]*\)[^c]*\(cov: [0-9]*\) \(ft: [0-9]*\).*/\1 execs, \2, \3/')
+        summary="$summary
+fuzz_$t: ok, $line"
+    else
+        tail -n 40 "$work/$t.log"
+        failed="$failed $t"
+        summary="$summary
+fuzz_$t: FAILED, see $work/$t.log and $work/$t/crash-*"
+    fi
+done
+echo "$summary"
+[ -z "$failed" ] || { echo "run-fuzz.sh: failed:$failed" >&2; exit 1; }
