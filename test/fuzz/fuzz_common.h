@@ -112,6 +112,20 @@ inline rte_mbuf *mbuf_of(const uint8_t *data, size_t len) {
     return m;
 }
 
+/* Two segments: the first `split` bytes, then the rest. */
+inline rte_mbuf *split_mbuf(const uint8_t *data, size_t len, size_t split) {
+    if (split >= len) return mbuf_of(data, len);
+    rte_mbuf *a = mbuf_of(data, split);
+    rte_mbuf *b = mbuf_of(data + split, len - split);
+    if (!a || !b) {
+        rte_pktmbuf_free(a);
+        rte_pktmbuf_free(b);
+        return nullptr;
+    }
+    FUZZ_REQUIRE(rte_pktmbuf_chain(a, b) == 0);
+    return a;
+}
+
 inline void poison(const void *p, size_t n) {
 #ifdef UROCE_FUZZ_ASAN
     ASAN_POISON_MEMORY_REGION(p, n);

@@ -180,19 +180,6 @@ struct stack {
     }
 };
 
-rte_mbuf *split_mbuf(const uint8_t *data, size_t len, size_t split) {
-    if (split >= len) return mbuf_of(data, len);
-    rte_mbuf *a = mbuf_of(data, split);
-    rte_mbuf *b = mbuf_of(data + split, len - split);
-    if (!a || !b) {
-        rte_pktmbuf_free(a);
-        rte_pktmbuf_free(b);
-        return nullptr;
-    }
-    FUZZ_REQUIRE(rte_pktmbuf_chain(a, b) == 0);
-    return a;
-}
-
 void run(const uint8_t *data, size_t size) {
     byte_reader in(data, size);
     stack st(2 + in.u8() % 3);
