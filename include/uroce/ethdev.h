@@ -70,11 +70,13 @@ struct ethdev_counters {
 };
 UROCE_API void ethdev_counters_add(ethdev_counters &to, const ethdev_counters &c);
 
-class ethdev_port final : public netdev {
+/* Exported whole: it is polymorphic (a netdev), and user code that checks
+ * dynamic types (UBSan's vptr check, dynamic_cast) needs its type_info. */
+class UROCE_API ethdev_port final : public netdev {
   public:
     /* Opens and starts the port; nullptr with err set (one line naming the problem). */
-    UROCE_API static std::unique_ptr<ethdev_port> open(const ethdev_config &cfg, std::string &err);
-    UROCE_API ~ethdev_port() override;
+    static std::unique_ptr<ethdev_port> open(const ethdev_config &cfg, std::string &err);
+    ~ethdev_port() override;
     ethdev_port(const ethdev_port &) = delete;
     ethdev_port &operator=(const ethdev_port &) = delete;
 
@@ -88,7 +90,7 @@ class ethdev_port final : public netdev {
         return got;
     }
     uint16_t tx_burst(rte_mbuf **pkts, uint16_t n) override { return tx_burst(0, pkts, n); }
-    UROCE_API uint16_t tx_burst(uint16_t queue, rte_mbuf **pkts, uint16_t n);
+    uint16_t tx_burst(uint16_t queue, rte_mbuf **pkts, uint16_t n);
 
     const uint8_t *mac() const override { return mac_.addr_bytes; }
     netdev_caps caps() const override { return caps_; }
@@ -97,7 +99,7 @@ class ethdev_port final : public netdev {
     rte_mempool *pool() const { return pool_; }
     const std::string &driver_name() const { return driver_name_; }
     /* The sum over the queues (a snapshot when other lcores run them). */
-    UROCE_API ethdev_counters counters() const;
+    ethdev_counters counters() const;
     const ethdev_counters &queue_counters(uint16_t queue) const { return qcnt_[queue].c; }
     uint16_t rx_queues() const { return rx_queues_; }
     uint16_t tx_queues() const { return tx_queues_; }
@@ -109,13 +111,13 @@ class ethdev_port final : public netdev {
         return rte_eth_link_get_nowait(port_id_, &link) == 0 && link.link_status == RTE_ETH_LINK_UP;
     }
     /* The largest IB path MTU (256..4096) this port's frame size carries. */
-    UROCE_API uint32_t max_ib_mtu() const;
+    uint32_t max_ib_mtu() const;
     /* One-line summary: driver, MAC, MTU, offloads. */
-    UROCE_API std::string describe() const;
+    std::string describe() const;
 
   private:
     ethdev_port() = default;
-    bool setup(const ethdev_config &cfg, std::string &err);
+    UROCE_LOCAL bool setup(const ethdev_config &cfg, std::string &err);
 
     uint16_t port_id_ = RTE_MAX_ETHPORTS;
     bool created_vdev_ = false;

@@ -3,7 +3,9 @@
  * export macro.
  *
  * liburoce.so is built with -fvisibility=hidden, so only what is marked
- * UROCE_API (the functions and classes of include/uroce/) is exported; the
+ * UROCE_API (the functions and classes of include/uroce/) is exported. A
+ * polymorphic class is exported whole (its vtable and type_info belong to
+ * its users too); its private helpers are marked UROCE_LOCAL. The
  * rest of the library (the transport's internals, the CRC engines, ...) is
  * not part of the ABI (doc/abi.md).
  */
@@ -16,5 +18,7 @@
 #endif
 
 #define UROCE_API __attribute__((visibility("default")))
+/* A private member of an exported class that is not part of the API. */
+#define UROCE_LOCAL __attribute__((visibility("hidden")))
 
 #endif
