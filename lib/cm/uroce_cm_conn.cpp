@@ -78,11 +78,10 @@ void cm_conn::receive_req(const cm_mad_view &v) {
 
 bool cm_conn::accept(const cm_rep_params &p, uint64_t now_ns) {
     if (state_ != cm_state::req_rcvd) return false;
-    rep_ = p;
-    rep_.local_comm_id = local_comm_id_;
-    rep_.remote_comm_id = remote_comm_id_;
-    build_cm_rep(last_sent_, tid_, rep_);
-    rep_.private_data = {};
+    cm_rep_params rep = p;
+    rep.local_comm_id = local_comm_id_;
+    rep.remote_comm_id = remote_comm_id_;
+    build_cm_rep(last_sent_, tid_, rep);
     send(cm_attr::rep);
     state_ = cm_state::rep_sent;
     arm(now_ns, peer_response_timeout(), req_.max_cm_retries);

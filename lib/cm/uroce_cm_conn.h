@@ -161,7 +161,6 @@ class cm_conn {
     uint32_t remote_psn_ = 0;
     uint16_t rej_reason_ = 0;
     cm_req_params req_;
-    cm_rep_params rep_;
     uint8_t last_sent_[mad_size] = {}; /* what a retry or a duplicate sends again */
     uint64_t deadline_ = UINT64_MAX;
     uint64_t retry_interval_ = 0;
