@@ -100,7 +100,7 @@ cm_conn *cm_agent::connect(const cm_peer &peer, const cm_req_params &p, uint64_t
     return c;
 }
 
-void cm_agent::destroy(cm_conn *c) {
+void cm_agent::destroy(cm_conn *c, uint64_t now_ns) {
     auto it = conns_.find(c->local_comm_id());
     if (it == conns_.end()) return;
     /* As cm.c's cm_destroy_id: leave the peer nothing hanging. */
@@ -110,7 +110,7 @@ void cm_agent::destroy(cm_conn *c) {
         break;
     case cm_state::established:
     case cm_state::dreq_rcvd:
-        c->disconnect(0);
+        c->disconnect(now_ns);
         it->second->orphan = true;
         return;
     case cm_state::dreq_sent:

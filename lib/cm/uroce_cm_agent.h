@@ -104,9 +104,12 @@ class cm_agent {
 
     /* A new active connection to peer; nullptr when max_conns are open. */
     cm_conn *connect(const cm_peer &peer, const cm_req_params &p, uint64_t now_ns);
-    /* Forget a connection (rdma_destroy_id): it is gone at once, whatever
-     * its state; a connection in timewait is freed by poll() anyway. */
-    void destroy(cm_conn *c);
+    /* Forget a connection (rdma_destroy_id), as cm.c's cm_destroy_id does:
+     * a REQ not yet answered is rejected and the connection freed at once;
+     * a connected one is disconnected (DREQ, or the DREP a DREQ is owed)
+     * and freed by poll() when its timewait ends; so is one already
+     * leaving. now_ns times the DREQ's retries and the timewait. */
+    void destroy(cm_conn *c, uint64_t now_ns);
 
     const cm_counters &msg_counters() const { return msg_cnt_; }
     const cm_agent_counters &counters() const { return cnt_; }

@@ -205,7 +205,7 @@ TEST_F(cm_agent_t, destroy_leaves_the_peer_nothing_hanging) {
     ASSERT_TRUE(b.agent->listen(req().service_id, nullptr));
     cm_conn *c1 = a.agent->connect(b.me, req(), now);
     flush();
-    b.agent->destroy(passive_of(c1)); /* REQ_RCVD: REJ consumer defined */
+    b.agent->destroy(passive_of(c1), now); /* REQ_RCVD: REJ consumer defined */
     flush();
     EXPECT_EQ(c1->state(), cm_state::idle);
     EXPECT_EQ(c1->last_rej_reason(), uint16_t(cm_rej_reason::consumer_defined));
@@ -218,8 +218,10 @@ TEST_F(cm_agent_t, destroy_leaves_the_peer_nothing_hanging) {
     ASSERT_EQ(c2->state(), cm_state::established);
     const uint32_t id2 = c2->local_comm_id();
     cm_conn *p2 = passive_of(c2);
-    a.agent->destroy(c2); /* ESTABLISHED: DREQ, then freed after timewait */
+    a.agent->destroy(c2, now); /* ESTABLISHED: DREQ, then freed after timewait */
     EXPECT_EQ(a.agent->find(id2), c2);
+    /* the DREQ's retry waits for the peer, from now */
+    EXPECT_EQ(c2->deadline(), now + cm_conn::timeout_ns(20) + 2 * cm_conn::timeout_ns(16));
     flush();
     EXPECT_EQ(b.count(cm_conn_event::disconnected), 1u);
     ASSERT_TRUE(p2->disconnect(now)); /* B's application answers, as rdma_disconnect does */
