@@ -179,8 +179,6 @@ size_t plot_collector::cnp_panel(const cnp_event &c) const {
         const panel &p = panels_[i];
         /* The CNP goes from the data's receiver back to its sender. */
         if (!reverse_pair(p.key, c.from)) continue;
-        candidates++;
-        by_address = i;
         bool known = p.have_sender_qpn;
         uint32_t qpn = p.sender_qpn;
         if (p.read_response) {
@@ -190,8 +188,13 @@ size_t plot_collector::cnp_panel(const cnp_event &c) const {
             if (known) qpn = panels_[b->second].key.dest_qp;
         }
         if (known && qpn == c.from.dest_qp) return i;
+        if (!known) {
+            candidates++;
+            by_address = i;
+        }
     }
-    /* No QPN known to match: only a sole flow between the two hosts claims it. */
+    /* No QPN matches: a sole flow between the two hosts whose sender QPN the
+     * capture does not show (no ACK seen yet) claims it. */
     return candidates == 1 ? by_address : npos;
 }
 
@@ -314,7 +317,7 @@ inline constexpr double between_h = 44; /* time labels under the sequence panel 
 inline constexpr double thr_h = 90;
 inline constexpr double after_h = 50;
 inline constexpr double flow_h = flow_title_h + seq_h + between_h + thr_h + after_h;
-inline constexpr int throughput_bins = 120;
+inline constexpr uint64_t min_bins = 10, max_bins = 120;
 
 const char *const style =
     "<style>\n"
@@ -333,7 +336,7 @@ const char *const style =
 void draw_mark(std::string &s, mark_kind k, double x, double y, double top, double bottom) {
     switch (k) {
     case mark_kind::data:
-        appendf(s, "<circle class=\"data\" cx=\"%.1f\" cy=\"%.1f\" r=\"1.7\"/>\n", x, y);
+        appendf(s, "<circle class=\"data\" cx=\"%.1f\" cy=\"%.1f\" r=\"2\"/>\n", x, y);
         break;
     case mark_kind::retx:
         appendf(s, "<path class=\"retx\" d=\"M%.1f %.1fl3.6 3.6-3.6 3.6-3.6-3.6z\"/>\n", x,
@@ -353,8 +356,9 @@ void draw_mark(std::string &s, mark_kind k, double x, double y, double top, doub
         appendf(s, "<path class=\"nak-other\" d=\"M%.1f %.1fl7 7m0-7l-7 7\"/>\n", x - 3.5, y - 3.5);
         break;
     case mark_kind::cnp:
-        appendf(s, "<path class=\"cnp\" d=\"M%.1f %.1fl-4.5-8h9zM%.1f %.1fV%.1f\"/>\n", x, top, x,
-                top, bottom);
+        /* A triangle hanging from the panel's top edge, and a faint line down. */
+        appendf(s, "<path class=\"cnp\" d=\"M%.1f %.1fh9l-4.5 8zM%.1f %.1fV%.1f\"/>\n", x - 4.5,
+                top, x, top, bottom);
         break;
     }
 }
@@ -435,7 +439,7 @@ std::string plot_collector::svg(const plot_options &o) const {
     double lx = left;
     for (size_t k = 0; k < mark_kinds; k++) {
         std::string m;
-        draw_mark(m, mark_kind(k), lx + 5, 44, 44, 50);
+        draw_mark(m, mark_kind(k), lx + 5, 44, 40, 50);
         s += m;
         appendf(s, "<text x=\"%.0f\" y=\"48\">%s</text>\n", lx + 14, legend_text[k]);
         lx += 14 + 7.0 * double(std::strlen(legend_text[k])) + 16;
@@ -471,9 +475,10 @@ std::string plot_collector::svg(const plot_options &o) const {
         const plot_flow_counts &c = p.counts;
         uint64_t ncnp = cnp_times[i].size();
         appendf(s,
-                "<g class=\"flow\" data-flow=\"%s\" data-packets=\"%" PRIu64
+                "<g class=\"flow\" data-flow=\"%s %s\" data-packets=\"%" PRIu64
                 "\" data-payload=\"%" PRIu64 "\"",
-                xml_escape(flow_name(p.key)).c_str(), c.packets, c.payload_bytes);
+                xml_escape(flow_name(p.key)).c_str(), p.read_response ? "resp" : "req", c.packets,
+                c.payload_bytes);
         for (size_t k = 0; k < mark_kinds; k++)
             appendf(s, " data-%s=\"%" PRIu64 "\"", mark_class(mark_kind(k)),
                     mark_kind(k) == mark_kind::cnp ? ncnp : c.marks[k]);
@@ -587,8 +592,11 @@ std::string plot_collector::svg(const plot_options &o) const {
 
         /* ---- throughput panel */
         double ttop = bottom + between_h, tbottom = ttop + thr_h;
+        /* A few packets per bin on average, so a sparse flow is not all spikes. */
+        int throughput_bins = int(std::clamp<uint64_t>(c.packets / 3, min_bins, max_bins));
         double bin_ns = (x_hi - x_lo) / throughput_bins;
-        std::vector<double> fresh_bytes(throughput_bins), resent_bytes(throughput_bins);
+        std::vector<double> fresh_bytes(size_t(throughput_bins), 0.0),
+            resent_bytes(size_t(throughput_bins), 0.0);
         for (const event &e : p.events) {
             if (e.kind != mark_kind::data && e.kind != mark_kind::retx) continue;
             int b = int((double(e.t_ns) - x_lo) / bin_ns);
