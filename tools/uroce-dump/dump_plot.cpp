@@ -563,7 +563,7 @@ std::string plot_collector::svg(const plot_options &o) const {
         }
         uint64_t merged = 0, sampled = 0;
         std::string marks;
-        for (mark_kind k : {mark_kind::data, mark_kind::ack, mark_kind::retx, mark_kind::nak_other,
+        for (mark_kind k : {mark_kind::ack, mark_kind::data, mark_kind::retx, mark_kind::nak_other,
                             mark_kind::nak_rnr, mark_kind::nak_seq, mark_kind::cnp}) {
             auto &v = pts[size_t(k)];
             uint64_t total = k == mark_kind::cnp ? ncnp : c.marks[size_t(k)];
