@@ -421,6 +421,13 @@ std::string plot_collector::svg(const plot_options &o) const {
     auto x_of = [&](double t) { return left + (t - x_lo) / (x_hi - x_lo) * plot_w; };
     time_unit tu = unit_for(x_hi - x_lo);
 
+    /* Throughput bins: a few packets per bin on average for the busiest flow
+     * drawn, so sparse traffic is not all spikes; the same bins for every flow. */
+    uint64_t most_packets = 0;
+    for (size_t i : shown)
+        most_packets = std::max(most_packets, panels_[i].counts.packets);
+    int throughput_bins = int(std::clamp<uint64_t>(most_packets / 3, min_bins, max_bins));
+
     double height = header_h + double(std::max<size_t>(shown.size(), 1)) * flow_h;
     std::string s;
     s.reserve(1 << 16);
@@ -592,8 +599,6 @@ std::string plot_collector::svg(const plot_options &o) const {
 
         /* ---- throughput panel */
         double ttop = bottom + between_h, tbottom = ttop + thr_h;
-        /* A few packets per bin on average, so a sparse flow is not all spikes. */
-        int throughput_bins = int(std::clamp<uint64_t>(c.packets / 3, min_bins, max_bins));
         double bin_ns = (x_hi - x_lo) / throughput_bins;
         std::vector<double> fresh_bytes(size_t(throughput_bins), 0.0),
             resent_bytes(size_t(throughput_bins), 0.0);
