@@ -318,6 +318,7 @@ inline constexpr double thr_h = 90;
 inline constexpr double after_h = 50;
 inline constexpr double flow_h = flow_title_h + seq_h + between_h + thr_h + after_h;
 inline constexpr uint64_t min_bins = 10, max_bins = 120;
+inline constexpr int max_ticks = 40; /* a bound, whatever rounding does */
 
 const char *const style =
     "<style>\n"
@@ -413,12 +414,15 @@ std::string plot_collector::svg(const plot_options &o) const {
         }
     }
     if (t_lo > t_hi) t_lo = t_hi = 0;
-    double span = double(t_hi - t_lo);
+    /* Times relative to t_lo, exact (a hostile capture's times may be near
+     * 2^63 ns, where a double no longer resolves nanoseconds). */
+    auto rel = [&](int64_t t) { return double(uint64_t(t) - uint64_t(t_lo)); };
+    double span = rel(t_hi);
     if (span <= 0) span = 1000; /* one instant: a microsecond's window */
     double t_pad = span * 0.02;
-    double x_lo = double(t_lo) - t_pad, x_hi = double(t_hi) + t_pad;
-    if (x_lo < 0 && t_lo >= 0) x_lo = 0;
-    auto x_of = [&](double t) { return left + (t - x_lo) / (x_hi - x_lo) * plot_w; };
+    double x_lo = -t_pad, x_hi = span + t_pad;
+    if (t_lo >= 0 && double(t_lo) < t_pad) x_lo = -double(t_lo); /* start at 0 */
+    auto x_of = [&](double r) { return left + (r - x_lo) / (x_hi - x_lo) * plot_w; };
     time_unit tu = unit_for(x_hi - x_lo);
 
     /* Throughput bins: a few packets per bin on average for the busiest flow
@@ -524,7 +528,9 @@ std::string plot_collector::svg(const plot_options &o) const {
 
         /* Grid, ticks and labels. */
         double pstep = std::max(1.0, nice_step(yhi - ylo, 6));
-        for (double v = std::ceil(ylo / pstep) * pstep + 0.0; v <= yhi; v += pstep) {
+        double pfirst = std::ceil(ylo / pstep) * pstep;
+        for (int n = 0; n < max_ticks && pfirst + n * pstep <= yhi; n++) {
+            double v = pfirst + n * pstep;
             if (v == 0) v = 0; /* no "-0" label */
             double y = y_of(v);
             appendf(s, "<path class=\"grid\" d=\"M%.0f %.1fh%.0f\"/>\n", left, y, plot_w);
@@ -534,12 +540,14 @@ std::string plot_collector::svg(const plot_options &o) const {
         double tstep = nice_step(x_hi - x_lo, 10);
         int tdec = decimals_for(tstep / tu.ns);
         auto time_ticks = [&](double ytop, double ybottom) {
-            for (double t = std::ceil(x_lo / tstep) * tstep; t <= x_hi; t += tstep) {
-                double x = x_of(t);
+            /* Ticks at round times since the first frame. */
+            double first = std::ceil((double(t_lo) + x_lo) / tstep) * tstep - double(t_lo);
+            for (int n = 0; n < max_ticks && first + n * tstep <= x_hi; n++) {
+                double r = first + n * tstep, x = x_of(r);
                 appendf(s, "<path class=\"grid\" d=\"M%.1f %.1fV%.1f\"/>\n", x, ytop, ybottom);
                 appendf(s, "<path class=\"axis\" d=\"M%.1f %.1fv4\"/>\n", x, ybottom);
                 appendf(s, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.*f</text>\n", x,
-                        ybottom + 15, tdec, t / tu.ns);
+                        ybottom + 15, tdec, (double(t_lo) + r) / tu.ns);
             }
         };
         time_ticks(top, bottom);
@@ -558,13 +566,13 @@ std::string plot_collector::svg(const plot_options &o) const {
         std::vector<std::vector<std::pair<double, double>>> pts(mark_kinds);
         std::unordered_set<uint64_t> seen;
         for (const event &e : p.events) {
-            double x = x_of(double(e.t_ns)), y = y_of(double(e.psn));
+            double x = x_of(rel(e.t_ns)), y = y_of(double(e.psn));
             uint64_t cell = uint64_t(e.kind) << 56 | uint64_t(std::lround(x)) << 28 |
                             uint64_t(std::lround(y - top + 64) & 0xfffffff);
             if (seen.insert(cell).second) pts[size_t(e.kind)].push_back({x, y});
         }
         for (int64_t t : cnp_times[i]) {
-            double x = x_of(double(t));
+            double x = x_of(rel(t));
             uint64_t cell = uint64_t(mark_kind::cnp) << 56 | uint64_t(std::lround(x)) << 28;
             if (seen.insert(cell).second) pts[size_t(mark_kind::cnp)].push_back({x, top});
         }
@@ -604,8 +612,7 @@ std::string plot_collector::svg(const plot_options &o) const {
             resent_bytes(size_t(throughput_bins), 0.0);
         for (const event &e : p.events) {
             if (e.kind != mark_kind::data && e.kind != mark_kind::retx) continue;
-            int b = int((double(e.t_ns) - x_lo) / bin_ns);
-            b = std::clamp(b, 0, throughput_bins - 1);
+            double b = std::clamp((rel(e.t_ns) - x_lo) / bin_ns, 0.0, throughput_bins - 1.0);
             (e.kind == mark_kind::retx ? resent_bytes : fresh_bytes)[size_t(b)] += e.bytes;
         }
         double max_bps = 0;
@@ -616,7 +623,8 @@ std::string plot_collector::svg(const plot_options &o) const {
         double rmax = max_bps > 0 ? max_bps / ru.ns * 1.08 : 1;
         double rstep = nice_step(rmax, 3);
         int rdec = decimals_for(rstep);
-        for (double v = 0; v <= rmax + 1e-12; v += rstep) {
+        for (int n = 0; n < max_ticks && n * rstep <= rmax + 1e-12; n++) {
+            double v = n * rstep;
             double y = tbottom - v / rmax * thr_h;
             appendf(s, "<path class=\"grid\" d=\"M%.0f %.1fh%.0f\"/>\n", left, y, plot_w);
             appendf(s, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%.*f</text>\n", left - 6,
