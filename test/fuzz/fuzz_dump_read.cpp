@@ -6,9 +6,9 @@
  * fields, flows and --check summary on every record.
  *
  * The input is the file: it is written to a memfd and read through
- * /proc/self/fd/N, the way the binary reads a path. Each input is read five
+ * /proc/self/fd/N, the way the binary reads a path. Each input is read six
  * ways (lines, --roce-only -e, --fields, --flows, --check, the last also
- * --lenient), output to /dev/null.
+ * --lenient, and --plot), output to /dev/null.
  *
  * Oracle (besides ASan/UBSan): the return is 0, 1 or 2; 2 exactly when an
  * error line is given; 1 only with --check; and every way of reading the
@@ -59,13 +59,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size > 200000) return 0;
     f.store(data, size);
 
-    read_options ways[5];
+    read_options ways[6];
     ways[1].roce_only = true;
     ways[1].fmt.show_macs = true;
     ways[2].fields = true;
     ways[3].flows = true;
     ways[4].check = true;
     ways[4].lenient = (size & 1) != 0;
+    ways[5].plot_path = "/dev/null"; /* --plot: the SVG is built, then discarded */
     int bad = -1;
     for (const read_options &o : ways) {
         std::string error;

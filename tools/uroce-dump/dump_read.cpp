@@ -6,6 +6,7 @@
 #include <pcap/pcap.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <cstring>
@@ -13,6 +14,7 @@
 #include "dump_analyze.h"
 #include "dump_check.h"
 #include "dump_flows.h"
+#include "dump_plot.h"
 
 namespace uroce::dump {
 namespace {
@@ -87,7 +89,9 @@ int read_capture(const char *path, const read_options &o, FILE *out, std::string
     analyzer an(link, analyze_options{o.lenient});
     check_summary check(!o.lenient);
     flow_table flows;
-    bool print_lines = !o.check && !o.flows && !o.fields;
+    plot_collector plot;
+    bool plotting = !o.plot_path.empty();
+    bool print_lines = !o.check && !o.flows && !o.fields && !plotting;
     uint64_t number = 0, hidden = 0;
     wide_ns t0 = 0;
     if (o.fields) std::fprintf(out, "#%s\n", fields_header);
@@ -102,6 +106,10 @@ int read_capture(const char *path, const read_options &o, FILE *out, std::string
         const frame_report &r = an.analyze(number, data, h->caplen, h->len);
         check.add(r);
         flows.add(r);
+        if (plotting) {
+            wide_ns rel = t - t0;
+            plot.add(r, rel > INT64_MAX ? INT64_MAX : rel < INT64_MIN ? INT64_MIN : int64_t(rel));
+        }
         if (o.fields) {
             std::string f = format_fields(r);
             if (!f.empty()) std::fprintf(out, "%s\n", f.c_str());
@@ -124,6 +132,21 @@ int read_capture(const char *path, const read_options &o, FILE *out, std::string
     if (hidden) std::fprintf(out, "(%" PRIu64 " non-RoCE frames not shown)\n", hidden);
     auto l2 = check.finish();
     if (o.flows) std::fputs(flows.format().c_str(), out);
+    if (plotting) {
+        plot_options po = o.plot;
+        if (po.title.empty()) po.title = std::string("uroce-dump --plot ") + path;
+        std::string svg = plot.svg(po);
+        FILE *f = std::fopen(o.plot_path.c_str(), "w");
+        bool written = f && std::fwrite(svg.data(), 1, svg.size(), f) == svg.size();
+        if (f && std::fclose(f) != 0) written = false;
+        if (!written) {
+            error = "cannot write the plot to " + o.plot_path + ": " + std::strerror(errno);
+            return exit_bad_input;
+        }
+        auto v = plot.flows();
+        std::fprintf(out, "plot: %s: %zu of %zu data flows drawn\n", o.plot_path.c_str(),
+                     std::min(v.size(), po.max_flows), v.size());
+    }
     if (o.check) {
         if (!o.quiet)
             for (const auto &f : l2)

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "dump_format.h"
+#include "dump_plot.h"
 
 namespace uroce::dump {
 
@@ -26,11 +27,15 @@ struct read_options {
     bool quiet = false;
     bool lenient = false;
     format_options fmt;
+    /* --plot: the SVG file to write (empty: none); its title is set from the path. */
+    std::string plot_path;
+    plot_options plot;
 };
 
 /* Reads the capture at path ("-": stdin). Returns exit_ok, exit_check_failed
  * (--check found bad packets) or exit_bad_input with `error` set to the
- * one-line reason (what was printed for the frames before damage stays). */
+ * one-line reason (what was printed for the frames before damage stays; a
+ * damaged capture writes no plot, and an unwritable plot file is exit_bad_input). */
 int read_capture(const char *path, const read_options &o, FILE *out, std::string &error);
 
 } // namespace uroce::dump

@@ -5,6 +5,7 @@
  *   uroce-dump --check [-q] FILE     exit 1 if any RoCE packet is malformed or has a bad ICRC
  *   uroce-dump --flows FILE          per (src, dst, QPN) statistics
  *   uroce-dump --fields FILE         tab-separated BTH/ETH fields (tshark -T fields order)
+ *   uroce-dump --plot OUT.svg FILE   per-QP time-sequence and throughput graphs
  *
  * Exit status: 0 fine, 1 --check found bad packets, 2 unusable input or usage.
  * Usage and sample output: doc/uroce-dump.md.
@@ -12,6 +13,7 @@
 #include <getopt.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "dump_read.h"
@@ -30,6 +32,11 @@ void usage(FILE *to) {
                "  -c, --check      print only bad RoCE packets and a summary; exit 1 if any\n"
                "  -f, --flows      per (source, destination, destination QP) statistics\n"
                "  -F, --fields     tab-separated fields in tshark -T fields order (see doc)\n"
+               "  -p, --plot OUT.svg\n"
+               "                   draw each QP's data flow to OUT.svg: PSN over time with\n"
+               "                   retransmissions, ACKs, NAKs and CNPs marked, and payload\n"
+               "                   throughput over time (the 8 busiest flows; see doc)\n"
+               "      --plot-flows N  draw up to N flows instead of 8\n"
                "  -r, --roce-only  do not print non-RoCE frames (they are counted)\n"
                "  -e, --macs       print MAC addresses\n"
                "  -l, --lenient    only parser and ICRC errors count: no IPv4/UDP checksum,\n"
@@ -50,6 +57,8 @@ int main(int argc, char **argv) {
         {"check", no_argument, nullptr, 'c'},
         {"flows", no_argument, nullptr, 'f'},
         {"fields", no_argument, nullptr, 'F'},
+        {"plot", required_argument, nullptr, 'p'},
+        {"plot-flows", required_argument, nullptr, 'P'},
         {"roce-only", no_argument, nullptr, 'r'},
         {"macs", no_argument, nullptr, 'e'},
         {"lenient", no_argument, nullptr, 'l'},
@@ -58,7 +67,7 @@ int main(int argc, char **argv) {
         {nullptr, 0, nullptr, 0},
     };
     int c;
-    while ((c = getopt_long(argc, argv, "cfFrelqh", longopts, nullptr)) != -1) {
+    while ((c = getopt_long(argc, argv, "cfFp:relqh", longopts, nullptr)) != -1) {
         switch (c) {
         case 'c':
             o.read.check = true;
@@ -69,6 +78,19 @@ int main(int argc, char **argv) {
         case 'F':
             o.read.fields = true;
             break;
+        case 'p':
+            o.read.plot_path = optarg;
+            break;
+        case 'P': {
+            char *end = nullptr;
+            long n = std::strtol(optarg, &end, 10);
+            if (!*optarg || *end || n < 1 || n > 1000) {
+                std::fprintf(stderr, "uroce-dump: --plot-flows wants a number from 1 to 1000\n");
+                return exit_bad_input;
+            }
+            o.read.plot.max_flows = size_t(n);
+            break;
+        }
         case 'r':
             o.read.roce_only = true;
             break;
