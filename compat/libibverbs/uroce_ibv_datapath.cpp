@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
+#include <sched.h>
 
 #include "uroce_ibv_ops.h"
 #include "uroce_ibv_runtime.h"
@@ -195,7 +196,10 @@ int op_poll_cq(ibv_cq *cq, int num, ibv_wc *wc) {
             total += got;
             if (got < chunk) break;
         }
+        const bool yield = total == 0 && ++c->empty_polls >= runtime::idle_spins_before_yield;
+        if (total || yield) c->empty_polls = 0;
         c->poll_lock.unlock();
+        if (yield) sched_yield(); /* let the progress thread have this CPU if it shares it */
         return total;
     }
     runtime::guard g(rt);

@@ -10,6 +10,7 @@
  *   UROCE_PROGRESS  thread (default) | inline
  *   UROCE_MAC       optional: the port's MAC (aa:bb:cc:dd:ee:ff)
  *   UROCE_LINK_MTU  optional: link MTU to ask the PMD for
+ *   UROCE_COUNTERS  optional: 1 prints the stack's counters when it stops
  *
  * A missing or bad setting is an error naming the variable: the caller
  * prints it once and fails with errno (EINVAL for a bad value, ENODEV when
@@ -39,6 +40,7 @@ struct env_config {
     progress_mode progress = progress_mode::thread;
     std::optional<rte_ether_addr> mac;
     uint32_t link_mtu = 0;
+    bool print_counters = false; /* UROCE_COUNTERS=1: every non-zero counter on stderr at the end */
 };
 
 /* Reads the variables; false with err (one line naming the variable) and

@@ -83,8 +83,9 @@ struct compat_cq {
     /* thread mode: the channel through which completions reach the
      * application (and its QPs' posts reach the stack). */
     std::unique_ptr<work_channel> ch;
-    spin_lock post_lock; /* producers of ch's request ring */
-    spin_lock poll_lock; /* consumer of ch's completion ring */
+    spin_lock post_lock;      /* producers of ch's request ring */
+    spin_lock poll_lock;      /* consumer of ch's completion ring */
+    unsigned empty_polls = 0; /* consecutive empty ibv_poll_cq calls (under poll_lock) */
     /* inline mode: completions taken from the uroce CQ to find out whether
      * an armed CQ has any (ibv_poll_cq hands them out first). */
     std::vector<uroce::wc> stash;

@@ -139,6 +139,7 @@ void runtime::stop() {
         /* The peer may still be retransmitting its last request, waiting
          * for our ACK: answer until the link is quiet (app::stack::linger). */
         st_->linger(std::chrono::milliseconds(100), std::chrono::milliseconds(1000));
+        if (cfg_.print_counters) st_->print_counters(stderr);
     }
     st_.reset();
 }
@@ -146,14 +147,26 @@ void runtime::stop() {
 void runtime::progress_loop() {
     /* An lcore id for this thread: the mbuf pools' per-lcore caches. */
     const bool registered = rte_thread_register() == 0;
+    unsigned idle = 0;
     while (!stop_.load(std::memory_order_relaxed)) {
         if (cfg_.progress == progress_mode::thread) {
             if (waiters_.load(std::memory_order_relaxed) > 0) {
                 sched_yield();
                 continue;
             }
-            std::lock_guard<std::mutex> lock(mu_);
-            drive_locked();
+            unsigned moved;
+            {
+                std::lock_guard<std::mutex> lock(mu_);
+                moved = drive_locked();
+            }
+            /* Idle for a while: let the other threads of this CPU run (the
+             * application's, when threads outnumber CPUs), as a kernel
+             * provider's interrupt would. */
+            idle = moved ? 0 : idle + 1;
+            if (idle >= idle_spins_before_yield) {
+                idle = 0;
+                sched_yield();
+            }
         } else {
             timespec ts{0, long(drive_idle_ns)};
             nanosleep(&ts, nullptr);
@@ -168,13 +181,15 @@ void runtime::progress_loop() {
 
 unsigned runtime::drive_locked() {
     const bool threaded = cfg_.progress == progress_mode::thread;
+    unsigned n = 0;
     if (threaded)
         for (compat_cq *c : cqs_)
-            c->ch->serve();
-    unsigned n = st_->poll();
-    if (threaded && n)
+            n += c->ch->serve();
+    const unsigned port = st_->poll();
+    if (threaded && port)
         for (compat_cq *c : cqs_)
-            c->ch->serve();
+            n += c->ch->serve();
+    n += port;
     if (armed_.load(std::memory_order_acquire)) check_events_locked();
     const uint64_t now = monotonic_ns();
     last_drive_ns_.store(now, std::memory_order_relaxed);

@@ -43,6 +43,11 @@ class runtime {
   public:
     /* inline mode: the fallback thread drives when nobody has for this long. */
     static constexpr uint64_t drive_idle_ns = 50'000;
+    /* Empty loop iterations (thread mode) or empty ibv_poll_cq calls before
+     * the spinning thread yields its CPU once: cheap on a dedicated core,
+     * and what keeps a machine with more spinning threads than CPUs moving
+     * (doc/compat.md, "Threading and progress"). */
+    static constexpr unsigned idle_spins_before_yield = 256;
 
     /* The configuration is usable (ibv_get_device_list); false: reported. */
     static bool config_ok();
@@ -72,7 +77,7 @@ class runtime {
     };
 
     /* One iteration of the loop; the caller holds the lock. Returns what
-     * the port and engine moved (0: idle). */
+     * the port, the engine and the channels moved (0: idle). */
     unsigned drive_locked();
     /* The peer's MAC through ARP/ND, driving the stack while waiting (lock held). */
     std::optional<mac_addr> resolve_locked(const gid &g, std::chrono::milliseconds timeout);
