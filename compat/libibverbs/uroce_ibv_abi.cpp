@@ -234,9 +234,10 @@ bool verbs_allow_disassociate_destroy = false;
 #define UROCE_IBV_PRIVATE(X)                                                                       \
     X(__ioctl_final_num_attrs)                                                                     \
     X(ibv_cmd_create_cq)                                                                           \
-    X(ibv_cmd_create_qp) X(ibv_cmd_poll_cq) X(ibv_cmd_post_recv) X(ibv_cmd_post_send) X(           \
-        ibv_cmd_post_srq_recv) X(ibv_cmd_req_notify_cq) X(ibv_read_ibdev_sysfs_file)               \
-        X(__verbs_log) X(_verbs_init_and_alloc_context) X(execute_ioctl) X(ibv_cmd_advise_mr) X(   \
+    X(ibv_cmd_create_qp)                                                                           \
+    X(ibv_cmd_poll_cq) X(ibv_cmd_post_recv) X(ibv_cmd_post_send) X(ibv_cmd_post_srq_recv) X(       \
+        ibv_cmd_req_notify_cq) X(ibv_read_ibdev_sysfs_file) X(__verbs_log)                         \
+        X(_verbs_init_and_alloc_context) X(execute_ioctl) X(ibv_cmd_advise_mr) X(                  \
             ibv_cmd_alloc_dm) X(ibv_cmd_alloc_mw) X(ibv_cmd_alloc_pd) X(ibv_cmd_attach_mcast)      \
             X(ibv_cmd_close_xrcd) X(ibv_cmd_create_ah) X(ibv_cmd_create_counters) X(               \
                 ibv_cmd_create_cq_ex) X(ibv_cmd_create_flow) X(ibv_cmd_create_flow_action_esp)     \
