@@ -236,31 +236,70 @@ bool verbs_allow_disassociate_destroy = false;
     X(ibv_cmd_create_cq)                                                                           \
     X(ibv_cmd_create_qp)                                                                           \
     X(ibv_cmd_poll_cq)                                                                             \
-    X(ibv_cmd_post_recv) X(ibv_cmd_post_send) X(ibv_cmd_post_srq_recv) X(ibv_cmd_req_notify_cq) X( \
-        ibv_read_ibdev_sysfs_file) X(__verbs_log) X(_verbs_init_and_alloc_context)                 \
-        X(execute_ioctl) X(ibv_cmd_advise_mr) X(ibv_cmd_alloc_dm) X(ibv_cmd_alloc_mw) X(           \
-            ibv_cmd_alloc_pd) X(ibv_cmd_attach_mcast) X(ibv_cmd_close_xrcd) X(ibv_cmd_create_ah)   \
-            X(ibv_cmd_create_counters) X(ibv_cmd_create_cq_ex) X(ibv_cmd_create_flow) X(           \
-                ibv_cmd_create_flow_action_esp) X(ibv_cmd_create_qp_ex) X(ibv_cmd_create_qp_ex2)   \
-                X(ibv_cmd_create_rwq_ind_table) X(ibv_cmd_create_srq) X(ibv_cmd_create_srq_ex) X(  \
-                    ibv_cmd_create_wq) X(ibv_cmd_dealloc_mw) X(ibv_cmd_dealloc_pd)                 \
-                    X(ibv_cmd_dereg_mr) X(ibv_cmd_destroy_ah) X(ibv_cmd_destroy_counters) X(       \
-                        ibv_cmd_destroy_cq) X(ibv_cmd_destroy_flow) X(ibv_cmd_destroy_flow_action) \
-                        X(ibv_cmd_destroy_qp) X(ibv_cmd_destroy_rwq_ind_table) X(                  \
-                            ibv_cmd_destroy_srq) X(ibv_cmd_destroy_wq) X(ibv_cmd_detach_mcast)     \
-                            X(ibv_cmd_free_dm) X(ibv_cmd_get_context) X(ibv_cmd_modify_cq) X(      \
-                                ibv_cmd_modify_flow_action_esp) X(ibv_cmd_modify_qp)               \
-                                X(ibv_cmd_modify_qp_ex) X(ibv_cmd_modify_srq) X(ibv_cmd_modify_wq) \
-                                    X(ibv_cmd_open_qp) X(ibv_cmd_open_xrcd)                        \
-                                        X(ibv_cmd_query_context) X(ibv_cmd_query_device_any)       \
-                                            X(ibv_cmd_query_mr) X(ibv_cmd_query_port)              \
-                                                X(ibv_cmd_query_qp) X(ibv_cmd_query_srq) X(        \
-                                                    ibv_cmd_read_counters) X(ibv_cmd_reg_dm_mr)    \
-                                                    X(ibv_cmd_reg_dmabuf_mr) X(ibv_cmd_reg_mr)     \
-                                                        X(ibv_cmd_rereg_mr) X(ibv_cmd_resize_cq)   \
-                                                            X(verbs_init_cq) X(verbs_open_device)  \
-                                                                X(verbs_set_ops)                   \
-                                                                    X(verbs_uninit_context)
+    X(ibv_cmd_post_recv)                                                                           \
+    X(ibv_cmd_post_send)                                                                           \
+    X(ibv_cmd_post_srq_recv)                                                                       \
+    X(ibv_cmd_req_notify_cq)                                                                       \
+    X(ibv_read_ibdev_sysfs_file)                                                                   \
+    X(__verbs_log)                                                                                 \
+    X(_verbs_init_and_alloc_context)                                                               \
+    X(execute_ioctl)                                                                               \
+    X(ibv_cmd_advise_mr)                                                                           \
+    X(ibv_cmd_alloc_dm)                                                                            \
+    X(ibv_cmd_alloc_mw)                                                                            \
+    X(ibv_cmd_alloc_pd)                                                                            \
+    X(ibv_cmd_attach_mcast)                                                                        \
+    X(ibv_cmd_close_xrcd)                                                                          \
+    X(ibv_cmd_create_ah)                                                                           \
+    X(ibv_cmd_create_counters)                                                                     \
+    X(ibv_cmd_create_cq_ex)                                                                        \
+    X(ibv_cmd_create_flow)                                                                         \
+    X(ibv_cmd_create_flow_action_esp)                                                              \
+    X(ibv_cmd_create_qp_ex)                                                                        \
+    X(ibv_cmd_create_qp_ex2)                                                                       \
+    X(ibv_cmd_create_rwq_ind_table)                                                                \
+    X(ibv_cmd_create_srq)                                                                          \
+    X(ibv_cmd_create_srq_ex)                                                                       \
+    X(ibv_cmd_create_wq)                                                                           \
+    X(ibv_cmd_dealloc_mw)                                                                          \
+    X(ibv_cmd_dealloc_pd)                                                                          \
+    X(ibv_cmd_dereg_mr)                                                                            \
+    X(ibv_cmd_destroy_ah)                                                                          \
+    X(ibv_cmd_destroy_counters)                                                                    \
+    X(ibv_cmd_destroy_cq)                                                                          \
+    X(ibv_cmd_destroy_flow)                                                                        \
+    X(ibv_cmd_destroy_flow_action)                                                                 \
+    X(ibv_cmd_destroy_qp)                                                                          \
+    X(ibv_cmd_destroy_rwq_ind_table)                                                               \
+    X(ibv_cmd_destroy_srq)                                                                         \
+    X(ibv_cmd_destroy_wq)                                                                          \
+    X(ibv_cmd_detach_mcast)                                                                        \
+    X(ibv_cmd_free_dm)                                                                             \
+    X(ibv_cmd_get_context)                                                                         \
+    X(ibv_cmd_modify_cq)                                                                           \
+    X(ibv_cmd_modify_flow_action_esp)                                                              \
+    X(ibv_cmd_modify_qp)                                                                           \
+    X(ibv_cmd_modify_qp_ex)                                                                        \
+    X(ibv_cmd_modify_srq)                                                                          \
+    X(ibv_cmd_modify_wq)                                                                           \
+    X(ibv_cmd_open_qp)                                                                             \
+    X(ibv_cmd_open_xrcd)                                                                           \
+    X(ibv_cmd_query_context)                                                                       \
+    X(ibv_cmd_query_device_any)                                                                    \
+    X(ibv_cmd_query_mr)                                                                            \
+    X(ibv_cmd_query_port)                                                                          \
+    X(ibv_cmd_query_qp)                                                                            \
+    X(ibv_cmd_query_srq)                                                                           \
+    X(ibv_cmd_read_counters)                                                                       \
+    X(ibv_cmd_reg_dm_mr)                                                                           \
+    X(ibv_cmd_reg_dmabuf_mr)                                                                       \
+    X(ibv_cmd_reg_mr)                                                                              \
+    X(ibv_cmd_rereg_mr)                                                                            \
+    X(ibv_cmd_resize_cq)                                                                           \
+    X(verbs_init_cq)                                                                               \
+    X(verbs_open_device)                                                                           \
+    X(verbs_set_ops)                                                                               \
+    X(verbs_uninit_context)
 
 #define UROCE_X(name)                                                                              \
     int name(void) {                                                                               \
