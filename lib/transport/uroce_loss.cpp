@@ -6,8 +6,8 @@
  * NAK, which only a later packet can trigger. When the last packets of a
  * burst are lost (a tail loss), or the ACK or NAK is, nothing follows and
  * only the local ACK timeout recovers: 67 ms at timeout 14, against RTTs of
- * microseconds. The probe (as TCP's, RFC 8985 section 7) resends, after a
- * few RTTs without progress, the last packet sent, with AckReq:
+ * microseconds. The in-flight cap (update_window) comes with it. The probe (as TCP's, RFC 8985
+ * section 7) resends, after a few RTTs without progress, the last packet sent, with AckReq:
  *   - it was lost: it fills the hole and is ACKed;
  *   - earlier ones were lost: it is out of sequence and draws the PSN
  *     sequence error NAK that starts the usual go-back-N retry;
@@ -79,8 +79,29 @@ void loss_on_send(qp *q, uint32_t psn, bool ack_req, bool resend) {
         l.rtt_timing = true;
         l.rtt_psn = psn;
         l.rtt_start_ns = q->dev->now_ns();
+        l.rtt_comp_psn = q->comp.psn;
     }
     if (l.probes == 0) arm_probe(q);
+}
+
+/* The in-flight cap: two bandwidth-delay products (delivery rate x the
+ * minimum RTT), within [min_unacked_psns, max_unacked_psns]. A window
+ * larger than the path holds only queues, and go-back-N pays for every
+ * packet in flight behind a loss: at 1% loss a 128-packet window resends
+ * about as much as it delivers. */
+static void update_window(qp *q, uint32_t delivered, uint64_t r) {
+    auto &l = q->loss;
+    /* with the probe off, the QP keeps the fixed window, as rxe: a window-
+     * limited sender stalls after every window, and each stall behind a
+     * lost packet is a tail loss that only the timeout would recover */
+    if (r == 0 || delivered == 0 || !q->dev->config().tail_loss_probe) return;
+    uint64_t rate = uint64_t(delivered) * 1'000'000'000ull / r;
+    l.delivery_pps -= l.delivery_pps / 8; /* decays: a slower path shows within a few RTTs */
+    if (rate > l.delivery_pps) l.delivery_pps = rate;
+    uint64_t w = 2 * l.delivery_pps * l.min_rtt_ns / 1'000'000'000ull + 1;
+    if (w < min_unacked_psns) w = min_unacked_psns;
+    if (w > max_unacked_psns) w = max_unacked_psns;
+    l.window = uint32_t(w);
 }
 
 static void rtt_sample(qp *q, uint64_t r) {
@@ -103,7 +124,9 @@ void loss_on_progress(qp *q) {
     auto &l = q->loss;
     if (l.rtt_timing && psn_diff(q->comp.psn, l.rtt_psn) > 0) {
         l.rtt_timing = false;
-        rtt_sample(q, q->dev->now_ns() - l.rtt_start_ns);
+        const uint64_t r = q->dev->now_ns() - l.rtt_start_ns;
+        rtt_sample(q, r);
+        update_window(q, uint32_t(psn_diff(q->comp.psn, l.rtt_comp_psn)), r);
     }
     if (l.probes) {
         ++q->cnt.tlp_recoveries;

@@ -25,7 +25,8 @@ namespace uroce {
 struct cq;
 
 /* Transport limits (rxe_param.h values where rxe has one). */
-inline constexpr uint32_t max_unacked_psns = 128; /* requester window */
+inline constexpr uint32_t max_unacked_psns = 128; /* requester window, at most */
+inline constexpr uint32_t min_unacked_psns = 16;  /* the BDP cap's floor */
 inline constexpr uint32_t ack_req_interval = 32;  /* AckReq at least every N packets */
 inline constexpr uint32_t max_sge_limit = 32;
 inline constexpr uint32_t max_inline_limit = 512;
@@ -187,6 +188,11 @@ struct qp {
         uint64_t rtt_start_ns = 0;
         uint32_t rtt_psn = 0;
         bool rtt_timing = false;
+        uint32_t rtt_comp_psn = 0; /* comp.psn when the timed PSN left */
+        /* delivery rate (PSNs per second, a decaying maximum) and the
+         * in-flight cap it gives: about two bandwidth-delay products */
+        uint64_t delivery_pps = 0;
+        uint32_t window = max_unacked_psns;
         /* tail-loss probes sent since the last forward progress */
         uint8_t probes = 0;
     } loss;

@@ -416,8 +416,7 @@ unsigned req_process(qp *q, unsigned budget) {
         if (q->state == qp_state::sqd && q->req.offset == 0 &&
             sq_at(q, q->req.wqe).state == wqe_state::posted)
             break;
-        if (q->type == qp_type::rc &&
-            psn_diff(q->req.psn, q->comp.psn) >= int32_t(max_unacked_psns))
+        if (q->type == qp_type::rc && psn_diff(q->req.psn, q->comp.psn) >= int32_t(q->loss.window))
             break;
         send_wqe &w = sq_at(q, q->req.wqe);
         if (w.state == wqe_state::error) break;

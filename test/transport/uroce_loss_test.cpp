@@ -181,6 +181,34 @@ TEST_F(loss, cut_link_timeout_stays_the_limit) {
 }
 
 /* The probe can be turned off: then only the timeout recovers, as in rxe. */
+/* A streaming QP on a path with an RTT: the cap follows two BDPs. 64
+ * WRITEs of 4 KiB at MTU 1024, 50 us each way, one packet per microsecond
+ * at most from the pump loop: the window grows above the floor and stays
+ * within the maximum. */
+TEST_F(loss, window_follows_the_bdp) {
+    memlink_config lc;
+    lc.delay = 1.0;
+    lc.delay_ns = 50'000;
+    setup_pair(lc);
+    src.assign(64 * 4096, 1);
+    dst.assign(64 * 4096, 0);
+    ms = reg(a, src.data(), src.size());
+    md = reg(b, dst.data(), dst.size());
+    for (uint64_t i = 0; i < 64; ++i)
+        write(i, 4096, i * 4096);
+    wc e[64];
+    int got = 0;
+    for (int r = 0; r < 1000000 && got < 64; ++r) {
+        pump();
+        clk.advance(1'000);
+        got += poll_cq(a.scq, 64, e);
+    }
+    ASSERT_EQ(got, 64);
+    EXPECT_GT(a.qp->loss.window, min_unacked_psns);
+    EXPECT_LE(a.qp->loss.window, max_unacked_psns);
+    EXPECT_EQ(std::memcmp(src.data(), dst.data(), 64 * 4096), 0);
+}
+
 TEST_F(loss, probe_off_leaves_the_timeout) {
     std::vector<uint8_t> s(100), d(100);
     make_link();
@@ -251,6 +279,9 @@ TEST_F(loss, srtt_follows_the_link_delay) {
     EXPECT_LT(a.qp->loss.srtt_ns, 210'000u);
     EXPECT_GE(a.qp->loss.min_rtt_ns, 200'000u);
     EXPECT_EQ(a.qp->cnt.tlp_probes, 0u); /* 2 x SRTT never passed without an ACK */
+    /* one message in flight at a time: the BDP cap sits at its floor */
+    EXPECT_EQ(a.qp->loss.window, min_unacked_psns);
+    EXPECT_GT(a.qp->loss.delivery_pps, 0u);
     /* the probe waits 2 x SRTT at least, and no more than half the ACK timeout */
     EXPECT_GE(loss_probe_delay_ns(a.qp), 2 * a.qp->loss.srtt_ns);
     EXPECT_LE(loss_probe_delay_ns(a.qp), local_ack_timeout_ns(14) / 2);
