@@ -408,6 +408,11 @@ struct device_config {
      * from the OS's random source. false: at first_qpn (0x11 by default, as
      * rxe), for golden captures and tests that expect those numbers. */
     bool random_first_qpn = true;
+    /* RC: after a few RTTs without a response, resend the last unacknowledged
+     * packet with AckReq (a tail-loss probe, doc/loss-recovery.md) instead of
+     * waiting out the local ACK timeout. Spec-conforming toward any peer;
+     * false leaves only the timeout, as rxe. */
+    bool tail_loss_probe = true;
 };
 
 /* Open a device (ibv_open_device). The device owns every object created on it. */

@@ -50,6 +50,7 @@ device::~device() {
         if (q) {
             timers_.cancel(q->retrans_timer);
             timers_.cancel(q->rnr_timer);
+            timers_.cancel(q->probe_timer);
         }
     tx_flush();
     if (tx_n_) rte_pktmbuf_free_bulk(tx_q_, tx_n_); /* the port took no more */
@@ -258,6 +259,7 @@ qp *device::create_qp(pd *p, const qp_init_attr &a, verbs_error *err) {
 verbs_error device::destroy_qp(qp *q) {
     timers_.cancel(q->retrans_timer);
     timers_.cancel(q->rnr_timer);
+    timers_.cancel(q->probe_timer);
     /* unlink from the progress list */
     qp **pp = &sched_head_;
     while (*pp) {
