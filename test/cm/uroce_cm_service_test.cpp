@@ -501,6 +501,40 @@ TEST_F(cm_service_t, a_hundred_connections_at_once) {
         destroy(id);
 }
 
+/* A REQ flood does not grow state without bound: past max_half_open
+ * unanswered requests, REJ no resources, counted. */
+TEST_F(cm_service_t, half_open_connections_are_capped) {
+    cfg.max_half_open = 3;
+    start();
+    listen_b();
+    std::vector<cm_id *> act, pending;
+    cm_conn_param cp;
+    for (int i = 0; i < 5; i++) {
+        act.push_back(resolve_a());
+        ASSERT_EQ(connect(act.back(), &cp), verbs_error::ok);
+    }
+    int refused = 0;
+    ASSERT_TRUE(run_until([&] {
+        cm_event *ev;
+        while (get_event(b.ch, &ev) == verbs_error::ok) {
+            if (ev->event == cm_event_type::connect_request) pending.push_back(ev->id);
+            ack_event(ev);
+        }
+        while (get_event(a.ch, &ev) == verbs_error::ok) {
+            refused += ev->event == cm_event_type::rejected &&
+                       ev->status == int(cm_rej_reason::no_resources);
+            ack_event(ev);
+        }
+        return pending.size() == 3 && refused == 2;
+    }));
+    EXPECT_EQ(cm_counters(b.cm).req_half_open_full, 2u);
+    EXPECT_EQ(cm_connection_count(b.cm), 3u);
+    for (cm_id *id : pending)
+        destroy(id); /* REJ consumer defined to each */
+    for (cm_id *id : act)
+        destroy(id);
+}
+
 TEST_F(cm_service_t, api_misuse_is_refused) {
     start();
     cm_id *id = nullptr;
