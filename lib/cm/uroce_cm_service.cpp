@@ -779,6 +779,12 @@ cm_counters_snapshot cm_service::counters() const {
     s.mad_queue_full = g.queue_full;
     for (uint64_t n : a.mad_refused)
         s.mad_refused += n;
+    s.mad_short = a.mad_refused[size_t(mad_error::short_mad)];
+    s.mad_bad_base_version = a.mad_refused[size_t(mad_error::bad_base_version)];
+    s.mad_not_cm_class = a.mad_refused[size_t(mad_error::not_cm_class)];
+    s.mad_bad_class_version = a.mad_refused[size_t(mad_error::bad_class_version)];
+    s.mad_bad_method = a.mad_refused[size_t(mad_error::bad_method)];
+    s.mad_unknown_attribute = a.mad_refused[size_t(mad_error::unknown_attribute)];
     auto at = [](cm_attr x) { return unsigned(x) - unsigned(cm_attr::req); };
     s.req_rx = m.received[at(cm_attr::req)];
     s.rep_rx = m.received[at(cm_attr::rep)];

@@ -535,6 +535,72 @@ TEST_F(cm_service_t, half_open_connections_are_capped) {
         destroy(id);
 }
 
+/* Hostile datagrams to QP1: every one counted where it is refused (the
+ * transport for a wrong Q_Key, the CM's parser by reason), none answered. */
+TEST_F(cm_service_t, bad_mads_are_counted_by_reason) {
+    start();
+    cm_id *warm = resolve_a(); /* a knows b's MAC now */
+    destroy(warm);
+    qp_init_attr ia = qp_init(a);
+    ia.qp_type = qp_type::ud;
+    qp *q = uroce::create_qp(a.pd, ia);
+    ASSERT_NE(q, nullptr);
+    qp_connect_attr ca;
+    ca.qkey = 0x80010000u; /* a WR Q_Key with the high bit set means the QP's (IBTA 10.2.4) */
+    ASSERT_EQ(connect_qp(q, ca), verbs_error::ok);
+    ah_attr aa;
+    aa.grh.dgid = gid::from_ipv4(ip_b);
+    aa.grh.sgid_index = 1; /* ::ffff:10.77.0.12 */
+    const std::optional<neigh_entry_view> nbe = a.nb->lookup(aa.grh.dgid);
+    ASSERT_TRUE(nbe);
+    nbe->mac.copy_to(aa.dmac);
+    ah *h = create_ah(a.pd, aa);
+    ASSERT_NE(h, nullptr);
+    std::vector<uint8_t> mad(256, 0);
+    mad[0] = 1;    /* base version */
+    mad[1] = 0x03; /* SA, not the CM */
+    mad[2] = 2;
+    mad[3] = 3;
+    mr *m = reg_mr(a.pd, mad.data(), mad.size(), 0);
+    auto send = [&](uint32_t len, uint32_t qkey) {
+        sge sg{reinterpret_cast<uint64_t>(mad.data()), len, mr_lkey(m)};
+        send_wr w;
+        w.sg_list = &sg;
+        w.num_sge = 1;
+        w.wr.ud.ah = h;
+        w.wr.ud.remote_qpn = 1;
+        w.wr.ud.remote_qkey = qkey;
+        send_wr *bad;
+        ASSERT_EQ(post_send(q, &w, &bad), verbs_error::ok);
+    };
+    send(256, 0x80010000u); /* another class */
+    send(100, 0x80010000u); /* short */
+    send(256, 0x00001234u); /* not the GSI's Q_Key */
+    const bool got2 = run_until([&] { return cm_counters(b.cm).mad_refused == 2; }, 1'000'000'000);
+    ASSERT_TRUE(got2);
+    for (int i = 0; i < 20; i++)
+        pump();
+    const cm_counters_snapshot c = cm_counters(b.cm);
+    EXPECT_EQ(c.mad_not_cm_class, 1u);
+    EXPECT_EQ(c.mad_short, 1u);
+    EXPECT_EQ(c.mad_tx, 0u) << "nothing answered";
+    uint64_t qkey_drops = 0;
+    for_each_qp(b.ctx, [&](const uroce::qp *x) {
+        if (qp_num(x) == 1) qkey_drops = qp_counters_of(x).ud_qkey_drops;
+    });
+    EXPECT_EQ(qkey_drops, 1u);
+    char *text = nullptr;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    cm_print_counters(b.cm, f);
+    std::fclose(f);
+    EXPECT_NE(std::string(text).find("mad_not_cm_class"), std::string::npos) << text;
+    std::free(text);
+    dereg_mr(m);
+    destroy_ah(h);
+    uroce::destroy_qp(q);
+}
+
 TEST_F(cm_service_t, api_misuse_is_refused) {
     start();
     cm_id *id = nullptr;
