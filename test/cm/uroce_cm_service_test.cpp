@@ -86,6 +86,23 @@ class cm_service_t : public cm_pair {
 
 TEST_F(cm_service_t, connect_accept_carries_data_and_negotiates_the_qp) {
     start();
+    /* Every RoCE frame either side sends verifies (ICRC, lengths), as
+     * uroce-dump --check would have it; the CM MADs among them parse. */
+    unsigned roce_frames = 0, mads = 0;
+    link->set_filter([&](rte_mbuf *m, const memlink_port *) {
+        std::vector<uint8_t> f(rte_pktmbuf_mtod(m, uint8_t *),
+                               rte_pktmbuf_mtod(m, uint8_t *) + m->data_len);
+        if (classify_frame(m) != frame_class::roce) return true;
+        roce_frames++;
+        roce_packet p;
+        EXPECT_EQ(parse_frame_verified(f.data(), f.size(), p), parse_error::ok);
+        if (p.bth() && p.bth()->dest_qp() == 1) {
+            cm_mad_view v;
+            EXPECT_EQ(parse_cm_mad(p.payload(), p.payload_len, v), mad_error::ok);
+            mads++;
+        }
+        return true;
+    });
     listen_b();
     cm_id *act = resolve_a();
     EXPECT_EQ(act->route.dgid, gid::from_ipv4(ip_b));
@@ -232,6 +249,8 @@ TEST_F(cm_service_t, connect_accept_carries_data_and_negotiates_the_qp) {
     EXPECT_EQ(ca.dreq_tx, 1u);
     EXPECT_EQ(cb.drep_tx, 1u);
     EXPECT_EQ(ca.retries + cb.retries, 0u);
+    EXPECT_EQ(mads, 5u) << "REQ REP RTU DREQ DREP";
+    EXPECT_GT(roce_frames, mads);
 }
 
 TEST_F(cm_service_t, passive_side_disconnects_first) {
