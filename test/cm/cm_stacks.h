@@ -82,6 +82,7 @@ class cm_pair : public ::testing::Test {
 
     void SetUp() override { ASSERT_NE(cm_test_pool(), nullptr); }
     void TearDown() override {
+        if (link) link->set_filter({});
         a.teardown();
         b.teardown();
         link.reset();

@@ -65,9 +65,11 @@ TEST_F(cm_event_t, fd_is_readable_exactly_while_events_wait) {
         pump();
     EXPECT_EQ(ev->id->context, nullptr);
     EXPECT_EQ(destroy_event_channel(a.ch), verbs_error::busy) << "an id, and unacknowledged events";
+    cm_id *other = ev2->id;
+    EXPECT_EQ(other, gone == id1 ? id2 : id1);
     ack_event(ev);
     ack_event(ev2);
-    ASSERT_EQ(destroy_id(ev2->id == gone ? id1 : id2), verbs_error::ok);
+    ASSERT_EQ(destroy_id(other), verbs_error::ok);
     pump();
 }
 

@@ -76,6 +76,7 @@ class cm_service_t : public cm_pair {
         EXPECT_EQ(destroy_id(id), verbs_error::ok);
     }
     void TearDown() override {
+        if (link) link->set_filter({}); /* its captures were the test body's locals */
         if (listener) destroy_id(listener);
         /* every event acknowledged, every id freed by the loop */
         for (int i = 0; i < 10; i++)

@@ -48,6 +48,7 @@ class cm_sidr_t : public cm_pair {
         EXPECT_EQ(destroy_id(id), verbs_error::ok);
     }
     void TearDown() override {
+        if (link) link->set_filter({}); /* its captures were the test body's locals */
         if (listener) destroy_id(listener);
         for (int i = 0; i < 10; i++)
             pump();
