@@ -505,11 +505,15 @@ bool cm_service::port_taken(rdma_port_space ps, uint16_t port, const cm_id_impl 
 }
 
 uint16_t cm_service::pick_port(rdma_port_space ps) {
-    /* The kernel's ephemeral range (ip_local_port_range) */
-    for (;;) {
-        const uint16_t p = uint16_t(32768 + rng_() % (60999 - 32768 + 1));
+    /* The kernel's ephemeral range (ip_local_port_range), from a random
+     * point; 0 when every port in it is taken. */
+    constexpr uint32_t first = 32768, count = 60999 - 32768 + 1;
+    const uint32_t start = uint32_t(rng_() % count);
+    for (uint32_t i = 0; i < count; i++) {
+        const uint16_t p = uint16_t(first + (start + i) % count);
         if (!port_taken(ps, p, nullptr)) return p;
     }
+    return 0;
 }
 
 verbs_error cm_service::bind_addr(cm_id_impl *id, const sockaddr *addr) {
@@ -520,10 +524,11 @@ verbs_error cm_service::bind_addr(cm_id_impl *id, const sockaddr *addr) {
     id->wildcard = is_wildcard(g);
     if (!id->wildcard && (!nb().addrs().is_local(g) || sgid_index(g) < 0))
         return verbs_error::inval; /* EADDRNOTAVAIL */
-    if (port == 0)
-        port = pick_port(id->ps);
-    else if (port_taken(id->ps, port, id))
+    if (port == 0) {
+        if ((port = pick_port(id->ps)) == 0) return verbs_error::busy; /* EADDRINUSE */
+    } else if (port_taken(id->ps, port, id)) {
         return verbs_error::busy; /* EADDRINUSE */
+    }
     id->bound = g;
     id->port = port;
     gid_to_sa(g, port, id->route.src_addr);
