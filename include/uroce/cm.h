@@ -32,7 +32,10 @@
  * channel's fd, takes events with get_event, and hands the rest of its
  * calls to the stack's thread (a work channel, <uroce/work_channel.h>, or
  * the app's own queue). The drop-in librdmacm (compat/) will marshal them
- * that way.
+ * that way. An id's fields belong to the stack's thread too (the CM writes
+ * route, qp, state as the handshake goes); another thread reads them
+ * through a call marshalled there, except `context`, which only the user
+ * writes.
  *
  * Differences from librdmacm, all deliberate:
  *  - errors are typed (verbs_error, whose values are the errno librdmacm
