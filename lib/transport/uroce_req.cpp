@@ -248,6 +248,7 @@ static build_status build_req_pkt(qp *q, const send_wqe &w, uint32_t psn, uint64
     uint32_t npsn = 1;
     bool last_pkt = true;
     const hdr_template *hdr = &q->hdr;
+    hdr_template ud_hdr;
     const wr_opcode_info &op = wr_opcode_lookup(w.opcode);
 
     if (q->type == qp_type::ud) {
@@ -259,7 +260,13 @@ static build_status build_req_pkt(qp *q, const send_wqe &w, uint32_t psn, uint64
         x.src_qp = q->qpn;
         x.imm_raw = w.imm_data;
         payload = uint32_t(w.length);
-        hdr = &w.ah->hdr;
+        /* The AH's headers with the QP's own UDP source port: rxe sends a UD
+         * QP's datagrams (QP1's MADs too) from 0xC000 + hash_32(qpn, 14),
+         * whatever the AH (rxe_qp.c src_port; ud_udp_sport()). */
+        ud_hdr = w.ah->hdr;
+        reinterpret_cast<udp_hdr *>(ud_hdr.bytes + ud_hdr.l2_len + ud_hdr.l3_len)
+            ->set_src_port(q->path.udp_sport);
+        hdr = &ud_hdr;
         if (!local_range_ok(q, w, 0, payload)) return build_status::local_access;
     } else if (op.has(wr_flag::read)) {
         uint64_t rem = w.length - off;
