@@ -637,8 +637,9 @@ result<outcome> run_sequence(session &s, const hooks &h) {
     if (!rem) return rem.err();
     o.remote_keys = *rem;
 
-    /* ctx_connect: RTR/RTS with the peer's keys (with -R rdma_cm did that). */
-    if (!c.rdma_cm)
+    /* ctx_connect: RTR/RTS with the peer's keys. With -R rdma_cm did that;
+     * the hook (optional then) only learns the peer's buffers. */
+    if (h.connect_qps)
         if (auto r = h.connect_qps(o.remote_keys); !r)
             return make_error(errc::callback, "could not connect the QPs: " + r.message());
 

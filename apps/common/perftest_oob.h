@@ -228,7 +228,8 @@ struct hooks {
      * between its two hand shakes); returns one key per QP. */
     std::function<result<std::vector<key>>(const negotiated &)> connect_cm;
     /* After the first per-QP key exchange: move the QPs to RTR/RTS with the
-     * peer's keys (ctx_connect). Required. */
+     * peer's keys (ctx_connect). Required; with -R optional, and the QPs
+     * are connected already: it only hands over the peer's keys. */
     std::function<result<void>(std::span<const key> remote)> connect_qps;
     /* send tests: post receive WQEs before the "ready" hand shake
      * (ctx_set_recv_wqes). Optional. */
