@@ -214,8 +214,8 @@ control_channel::~control_channel() {
 }
 
 std::unique_ptr<control_channel> control_channel::connect(app::stack &st, cm_service *cm,
-                                                          const sockaddr *dst,
-                                                          milliseconds timeout, std::string &err) {
+                                                          const sockaddr *dst, milliseconds timeout,
+                                                          std::string &err) {
     std::unique_ptr<control_channel> c(new control_channel(st, cm));
     if (!c->events_.ok()) {
         err = "rdma_create_event_channel failed";
@@ -252,8 +252,9 @@ std::unique_ptr<control_channel> control_channel::connect(app::stack &st, cm_ser
     }
 }
 
-std::unique_ptr<control_channel> control_channel::accept(app::stack &st, cm_service *cm,
-                                                         int family, uint16_t port,
+std::unique_ptr<control_channel> control_channel::accept(app::stack &st, cm_service *cm, int family,
+                                                         uint16_t port,
+                                                         const std::function<void()> &listening,
                                                          std::string &err) {
     std::unique_ptr<control_channel> c(new control_channel(st, cm));
     if (!c->events_.ok()) {
@@ -265,6 +266,7 @@ std::unique_ptr<control_channel> control_channel::accept(app::stack &st, cm_serv
         if (listener) destroy_id(listener);
         return nullptr;
     }
+    if (listening) listening();
     cm_event_info req;
     for (;;) {
         if (!c->events_.next(req, clock::time_point::max())) {
@@ -310,8 +312,8 @@ oob::result<void> control_channel::send(std::span<const uint8_t> msg, millisecon
     wr.send_flags = send_signaled;
     send_wr *bad;
     if (verbs_error e = post_send(id_->qp, &wr, &bad); e != verbs_error::ok)
-        return oob::make_error(oob::errc::io, std::string(what) + ": post_send: " +
-                                                  verbs_error_str(e));
+        return oob::make_error(oob::errc::io,
+                               std::string(what) + ": post_send: " + verbs_error_str(e));
     const auto deadline = clock::now() + timeout;
     for (;;) {
         wc w;
@@ -325,7 +327,8 @@ oob::result<void> control_channel::send(std::span<const uint8_t> msg, millisecon
         if (app::stop_requested.load()) return oob::make_error(oob::errc::io, "interrupted");
         if (clock::now() > deadline)
             return oob::make_error(oob::errc::timeout,
-                                   std::string(what) + ": the SEND on the control QP never completed");
+                                   std::string(what) +
+                                       ": the SEND on the control QP never completed");
         st_.poll();
     }
 }
@@ -340,8 +343,7 @@ oob::result<void> control_channel::recv(std::span<uint8_t> msg, milliseconds tim
              * fails the exchange */
             if (w.status != wc_status::success || w.wr_id >= n_recv)
                 return oob::make_error(oob::errc::peer_closed,
-                                       std::string(what) +
-                                           ": the control QP's receive failed: " +
+                                       std::string(what) + ": the control QP's receive failed: " +
                                            wc_status_str(w.status));
             uint8_t *p = buf_.data() + w.wr_id * slot;
             if (w.byte_len != msg.size())
@@ -357,8 +359,8 @@ oob::result<void> control_channel::recv(std::span<uint8_t> msg, milliseconds tim
             wr.num_sge = 1;
             recv_wr *bad;
             if (verbs_error e = post_recv(id_->qp, &wr, &bad); e != verbs_error::ok)
-                return oob::make_error(oob::errc::io, std::string("post_recv: ") +
-                                                          verbs_error_str(e));
+                return oob::make_error(oob::errc::io,
+                                       std::string("post_recv: ") + verbs_error_str(e));
             return {};
         }
         if (app::stop_requested.load()) return oob::make_error(oob::errc::io, "interrupted");

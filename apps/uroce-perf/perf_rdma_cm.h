@@ -23,6 +23,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -76,9 +77,11 @@ class control_channel : public oob::perftest::message_channel {
                                                     const sockaddr *dst, milliseconds timeout,
                                                     std::string &err);
     /* Server: listen on port, accept the first request (waits for ever,
-     * or until SIGINT), stop listening. */
+     * or until SIGINT), stop listening. listening() runs once it listens. */
     static std::unique_ptr<control_channel> accept(app::stack &st, cm_service *cm, int family,
-                                                   uint16_t port, std::string &err);
+                                                   uint16_t port,
+                                                   const std::function<void()> &listening,
+                                                   std::string &err);
     ~control_channel() override;
 
     oob::result<void> send(std::span<const uint8_t> msg, milliseconds timeout,

@@ -668,11 +668,12 @@ int run_remote(options &o) {
     }
     if (o.rdma_cm && !o.server.empty() && o.gidx < 0) {
         /* -R over IPv6: our GID of the server's family */
-        gid peer = server_addr.ss_family == AF_INET6
-                       ? gid::from_bytes(reinterpret_cast<const sockaddr_in6 *>(&server_addr)
-                                             ->sin6_addr.s6_addr)
-                       : gid::from_ipv4(ntohl(
-                             reinterpret_cast<const sockaddr_in *>(&server_addr)->sin_addr.s_addr));
+        gid peer =
+            server_addr.ss_family == AF_INET6
+                ? gid::from_bytes(
+                      reinterpret_cast<const sockaddr_in6 *>(&server_addr)->sin6_addr.s6_addr)
+                : gid::from_ipv4(
+                      ntohl(reinterpret_cast<const sockaddr_in *>(&server_addr)->sin_addr.s_addr));
         if (int gi = st->gid_index_for(peer); gi >= 0) our_gid = *st->addrs().gid_at(size_t(gi));
     }
     const int family = our_gid.is_ipv4_mapped() ? AF_INET : AF_INET6;
@@ -776,10 +777,10 @@ int run_remote(options &o) {
             cp.rnr_retry_count = 7;
             data = std::make_unique<data_connections>(*st, cm.get());
             const auto t = std::chrono::seconds(o.timeout_s);
-            std::string e =
-                cfg.side == oob::perftest::role::client
-                    ? data->connect(reinterpret_cast<sockaddr *>(&server_addr), *ep, p.num_qps, cp, t)
-                    : data->accept(family, o.tcp_port, *ep, p.num_qps, cp, t);
+            std::string e = cfg.side == oob::perftest::role::client
+                                ? data->connect(reinterpret_cast<sockaddr *>(&server_addr), *ep,
+                                                p.num_qps, cp, t)
+                                : data->accept(family, o.tcp_port, *ep, p.num_qps, cp, t);
             if (!e.empty()) return oob::make_error(oob::errc::callback, e);
             return ep->local_keys(our_gid);
         };
@@ -788,13 +789,22 @@ int run_remote(options &o) {
             return {};
         };
     }
+    /* perftest's server banner, before it waits for the client (with -R
+     * once the rdma_cm listener is up: scripts wait for it). */
+    auto waiting_banner = [] {
+        std::printf("\n************************************\n"
+                    "* Waiting for client to connect... *\n"
+                    "************************************\n");
+        std::fflush(stdout);
+    };
     auto run_rdma_cm = [&]() -> std::string {
         std::string e;
         std::unique_ptr<control_channel> ch =
             cfg.side == oob::perftest::role::client
-                ? control_channel::connect(*st, cm.get(), reinterpret_cast<sockaddr *>(&server_addr),
+                ? control_channel::connect(*st, cm.get(),
+                                           reinterpret_cast<sockaddr *>(&server_addr),
                                            std::chrono::seconds(o.timeout_s), e)
-                : control_channel::accept(*st, cm.get(), family, o.tcp_port, e);
+                : control_channel::accept(*st, cm.get(), family, o.tcp_port, waiting_banner, e);
         if (!ch) return e;
         control_channel &control = *ch;
         oob::perftest::session s(std::move(ch), cfg);
@@ -817,6 +827,7 @@ int run_remote(options &o) {
         }
         auto listener = oob::tcp_listener::listen("", o.tcp_port);
         if (!listener) return listener.message();
+        waiting_banner();
         for (;;) {
             auto r = oob::perftest::run_server(*listener, cfg, h, std::chrono::milliseconds(200));
             if (r) {
@@ -835,10 +846,12 @@ int run_remote(options &o) {
     if (!oob_err.empty()) {
         std::fprintf(stderr, "uroce-perf: %s\n", oob_err.c_str());
         st->print_counters(stderr);
+        if (cm) cm_print_counters(cm.get(), stderr);
         return 1;
     }
     std::fflush(stdout);
-    if (!o.rdma_cm) st->linger(); /* the QPs (ep) are still up: re-ACK a peer's last retransmissions */
+    if (!o.rdma_cm)
+        st->linger(); /* the QPs (ep) are still up: re-ACK a peer's last retransmissions */
     return 0;
 }
 

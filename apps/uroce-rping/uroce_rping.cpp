@@ -16,8 +16,9 @@
  * connection asks for responder resources 1, initiator depth 1, retry 7,
  * RNR retry 7; the QP has 16 send and 2 receive slots, the CQ 32.
  *
- *   uroce-rping [EAL options --] --vdev SPEC --ip ADDR -s [-vVd] [-S size] [-C count] [-a addr] [-p port]
- *   uroce-rping [EAL options --] --vdev SPEC --ip ADDR -c [-vVd] [-S size] [-C count] -a addr [-p port]
+ *   uroce-rping [EAL options --] --vdev SPEC --ip ADDR -s [-vVd] [-S size] [-C count] [-a addr] [-p
+ * port] uroce-rping [EAL options --] --vdev SPEC --ip ADDR -c [-vVd] [-S size] [-C count] -a addr
+ * [-p port]
  *
  * Exit status: 0 success; 1 the run failed; 2 the command line is wrong;
  * 255 a CM error event (REJECTED, UNREACHABLE, ...), as rping's exit(-1).
@@ -429,8 +430,8 @@ class connection {
             std::fprintf(stderr, "Received bogus data, size %u\n", w.byte_len);
             return false;
         }
-        state_ = state_ == state::rdma_read_adv ? state::rdma_write_adv
-                                                : state::rdma_write_complete;
+        state_ =
+            state_ == state::rdma_read_adv ? state::rdma_write_adv : state::rdma_write_complete;
         return true;
     }
 
@@ -458,8 +459,9 @@ class connection {
             DEBUG_LOG("server received sink adv\n");
             /* strlen(rdma_buf) + 1: the ping string and its NUL. */
             const size_t len = c_str(rdma_buf_).size() + 1;
-            if (!post_rdma(wr_opcode::rdma_write,
-                           uint32_t(std::min(len, std::min<size_t>(remote_len_, rdma_buf_.size())))))
+            if (!post_rdma(
+                    wr_opcode::rdma_write,
+                    uint32_t(std::min(len, std::min<size_t>(remote_len_, rdma_buf_.size())))))
                 return false;
             return true;
         }
@@ -480,7 +482,8 @@ class connection {
             format_send(rdma_buf_, rdma_mr_);
             return post_send_info();
         case state::rdma_write_complete:
-            if (o_.validate && std::memcmp(start_buf_.data(), rdma_buf_.data(), start_buf_.size())) {
+            if (o_.validate &&
+                std::memcmp(start_buf_.data(), rdma_buf_.data(), start_buf_.size())) {
                 std::fprintf(stderr, "data mismatch!\n");
                 state_ = state::error;
                 return false;
@@ -567,6 +570,12 @@ class rping {
             return fail(std::string("rdma_create_id: ") + verbs_error_str(e));
         DEBUG_LOG("created cm_id %p\n", static_cast<void *>(id));
         return o_.server ? run_server(id) : run_client(id);
+    }
+
+    /* The stack's counters and the CM's (every MAD by kind, refusals by reason). */
+    void print_counters(FILE *f) const {
+        st_.print_counters(f);
+        if (cm_) cm_print_counters(cm_, f);
     }
 
   private:
@@ -660,8 +669,8 @@ class rping {
     }
 
     bool timed_out() const {
-        return o_.timeout_s &&
-               std::chrono::steady_clock::now() - last_progress_ > std::chrono::seconds(o_.timeout_s);
+        return o_.timeout_s && std::chrono::steady_clock::now() - last_progress_ >
+                                   std::chrono::seconds(o_.timeout_s);
     }
 
     int run_server(cm_id *id) {
@@ -803,7 +812,7 @@ int main(int argc, char **argv) {
         rping r(*st, o);
         rc = r.run();
         std::fflush(stdout);
-        if (rc != exit_ok) st->print_counters(stderr);
+        if (rc != exit_ok || o.debug) r.print_counters(stderr);
     }
     st.reset();
     return rc;

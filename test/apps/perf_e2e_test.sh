@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # uroce-perf end to end between two processes over net_memif: every test
 # (bw and lat, send/write/read/atomic), client and server each on its own
-# core, through perftest's TCP exchange. Checks both exit codes, that the
+# core, through perftest's TCP exchange, then again with -R (rdma_cm on the
+# wire: the exchange over a control connection, each QP its own connection). Checks both exit codes, that the
 # client printed a result line with a non-zero iteration count, and that the
 # server prints what perftest's server prints: its own receive measurement
 # for send_bw (no peak), the client's report (the same line) for write/read/atomic bw,
@@ -16,11 +17,14 @@ eal0="--no-huge -m 1024 --no-pci --no-shconf -l 0 --log-level=*:warning --"
 eal1="--no-huge -m 1024 --no-pci --no-shconf -l 1 --log-level=*:warning --"
 pass=0 fail=0
 # Every test with the defaults (RC), then the modes: -c UC (send/write),
-# -c UD (send: Q_Key, 40-byte GRH), inline sizes (-I) and the rx depth (-r).
+# -c UD (send: Q_Key, 40-byte GRH), inline sizes (-I) and the rx depth (-r);
+# then every test with -R, and two QPs (two data connections) with -R.
 cases="send_bw write_bw read_bw atomic_bw send_lat write_lat read_lat atomic_lat
 send_bw:-c:UC write_bw:-c:UC send_lat:-c:UC write_lat:-c:UC
 send_bw:-c:UD:-s:2048 send_lat:-c:UD
-send_lat:-I:0 write_lat:-I:64 send_bw:-r:64:-n:200"
+send_lat:-I:0 write_lat:-I:64 send_bw:-r:64:-n:200
+send_bw:-R write_bw:-R read_bw:-R atomic_bw:-R send_lat:-R write_lat:-R read_lat:-R atomic_lat:-R
+write_bw:-R:-q:2"
 for c in $cases; do
   IFS=: read -r t extra <<<"$c"
   extra=${extra//:/ }

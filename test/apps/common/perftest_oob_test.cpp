@@ -921,7 +921,7 @@ TEST(perftest_loopback, rdma_cm_every_test_kind) {
                             keys.push_back(make_key(client, i));
                         return keys;
                     };
-                    h.create_local = nullptr; /* -R must not use it */
+                    h.create_local = nullptr;              /* -R must not use it */
                     if (qps == 2) h.connect_qps = nullptr; /* optional with -R */
                     return h;
                 };
