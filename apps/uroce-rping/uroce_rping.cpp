@@ -46,9 +46,11 @@ namespace {
 
 constexpr uint16_t rping_port = 7174;
 constexpr int rping_bufsize = 64 * 1024;
-/* RPING_MIN_BUFSIZE: sizeof(stringify(INT_MAX)) + sizeof("rdma-ping-%d: ")
- * = sizeof("0x7fffffff") + 15 (the message's longest prefix and a NUL). */
-constexpr int rping_min_bufsize = 11 + 15;
+/* RPING_MIN_BUFSIZE: sizeof(stringify(INT_MAX)) + sizeof("rdma-ping-%d: ").
+ * rping.c does not include <limits.h>, so INT_MAX stays a word:
+ * sizeof("INT_MAX") + 15 = 23, as Debian's rping says ("valid range is 23
+ * to 65536"; it refuses 65536 itself: at most RPING_BUFSIZE - 1). */
+constexpr int rping_min_bufsize = 8 + 15;
 constexpr int rping_sq_depth = 16;
 constexpr int exit_cm_event = 255; /* rping's exit(-1) from its CM thread */
 constexpr unsigned memory_mb = 512;
@@ -142,9 +144,10 @@ int parse_args(int argc, char **argv, options &o) {
                 long n;
                 if (!parse_number(v, 0, 1L << 31, n) || n < rping_min_bufsize ||
                     n > rping_bufsize - 1) {
+                    /* rping's words, and its off-by-one bound */
                     err = "Invalid size " + std::string(v) + " (valid range is " +
                           std::to_string(rping_min_bufsize) + " to " +
-                          std::to_string(rping_bufsize - 1) + ")";
+                          std::to_string(rping_bufsize) + ")";
                     return false;
                 }
                 o.size = int(n);
