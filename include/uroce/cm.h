@@ -79,7 +79,7 @@ enum class cm_event_type : uint8_t {
     rejected = 8,
     established = 9,
     disconnected = 10,
-    device_removal = 11, /* close_cm with ids still open */
+    device_removal = 11, /* not raised: close_cm waits for the ids to go */
     multicast_join = 12, /* not raised: no multicast */
     multicast_error = 13,
     addr_change = 14, /* not raised */
@@ -184,7 +184,7 @@ struct cm_config {
     unsigned gsi_recv_depth = 256;  /* receive buffers on QP1 */
     uint8_t response_timeout = 20;  /* CM response timeout exponent (4.096 us * 2^t): ~4.3 s */
     uint8_t max_cm_retries = 15;    /* REQ, REP, DREQ, SIDR_REQ retries */
-    uint8_t local_ack_timeout = 18; /* the QPs' ACK timeout (IBTA 12.7.34): ~1 s */
+    uint8_t local_ack_timeout = 19; /* the QPs' ACK timeout (IBTA 12.7.34): ~2 s, as rxe sends */
     uint8_t min_rnr_timer = 12;     /* the QPs' RNR NAK timer: 0.64 ms */
 };
 
@@ -242,8 +242,9 @@ struct cm_counters_snapshot {
  * engine::poll(). nullptr (and *err) when QP1 exists already or the engine
  * has no device or neighbours. */
 UROCE_API cm_service *open_cm(engine &eng, const cm_config &cfg = {}, verbs_error *err = nullptr);
-/* Every id still open gets DEVICE_REMOVAL first (connected ones are
- * disconnected); then QP1 goes. Channels must be destroyed before. */
+/* Unhook from the engine and destroy QP1. busy while event channels
+ * exist (destroy the ids, then the channels, first). Connections still in
+ * timewait are forgotten. */
 UROCE_API verbs_error close_cm(cm_service *cm);
 UROCE_API cm_counters_snapshot cm_counters(const cm_service *cm);
 /* Non-zero counters, one per line. */
