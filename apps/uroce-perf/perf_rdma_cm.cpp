@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 namespace uroce::perf {
 
@@ -72,8 +73,8 @@ bool wait_established(cm_events &ev, cm_id *id, clock::time_point deadline, cm_e
     }
 }
 
-/* Listen on port (any address of the family) with backlog. */
-std::string listen_on(cm_events &ev, cm_id **id, int family, uint16_t port, int backlog) {
+/* Bind a new id to port (any address of the family). */
+std::string bind_any(cm_events &ev, cm_id **id, int family, uint16_t port) {
     if (verbs_error e = create_id(ev.channel(), id, nullptr, rdma_port_space::tcp);
         e != verbs_error::ok)
         return verr("rdma_create_id", e);
@@ -89,6 +90,12 @@ std::string listen_on(cm_events &ev, cm_id **id, int family, uint16_t port, int 
     }
     if (verbs_error e = bind_addr(*id, reinterpret_cast<sockaddr *>(&any)); e != verbs_error::ok)
         return verr("rdma_bind_addr", e);
+    return {};
+}
+
+/* Listen on port (any address of the family) with backlog. */
+std::string listen_on(cm_events &ev, cm_id **id, int family, uint16_t port, int backlog) {
+    if (std::string e = bind_any(ev, id, family, port); !e.empty()) return e;
     if (verbs_error e = listen(*id, backlog); e != verbs_error::ok) return verr("rdma_listen", e);
     return {};
 }
@@ -211,6 +218,7 @@ void control_channel::release_qp() {
 
 control_channel::~control_channel() {
     release_qp();
+    if (listener_) destroy_id(listener_);
 }
 
 std::unique_ptr<control_channel> control_channel::connect(app::stack &st, cm_service *cm,
@@ -261,17 +269,12 @@ std::unique_ptr<control_channel> control_channel::accept(app::stack &st, cm_serv
         err = "rdma_create_event_channel failed";
         return nullptr;
     }
-    cm_id *listener = nullptr;
-    if (err = listen_on(c->events_, &listener, family, port, 1); !err.empty()) {
-        if (listener) destroy_id(listener);
-        return nullptr;
-    }
+    if (err = listen_on(c->events_, &c->listener_, family, port, 1); !err.empty()) return nullptr;
     if (listening) listening();
     cm_event_info req;
     for (;;) {
         if (!c->events_.next(req, clock::time_point::max())) {
             err = "interrupted while waiting for a client";
-            destroy_id(listener);
             return nullptr;
         }
         if (req.type == cm_event_type::connect_request) break;
@@ -279,7 +282,6 @@ std::unique_ptr<control_channel> control_channel::accept(app::stack &st, cm_serv
     c->id_ = req.id;
     if (err = c->setup_qp(c->id_); !err.empty()) {
         (void)reject(c->id_, nullptr, 0);
-        destroy_id(listener);
         return nullptr;
     }
     cm_conn_param p;
@@ -287,10 +289,9 @@ std::unique_ptr<control_channel> control_channel::accept(app::stack &st, cm_serv
     p.initiator_depth = 0;
     p.retry_count = 7;
     p.rnr_retry_count = 7;
+    /* rdma_server_connect does not wait for ESTABLISHED (and destroys its
+     * listener: ours stays, see the header). */
     verbs_error e = uroce::accept(c->id_, &p);
-    /* rdma_server_connect: the listener goes right after the accept, and
-     * the server does not wait for ESTABLISHED. */
-    destroy_id(listener);
     if (e != verbs_error::ok) {
         err = verr("rdma_accept", e);
         return nullptr;
@@ -433,19 +434,16 @@ std::string data_connections::connect(const sockaddr *dst, endpoint &ep, int num
     return {};
 }
 
-std::string data_connections::accept(int family, uint16_t port, endpoint &ep, int num_qps,
+std::string data_connections::accept(control_channel &control, endpoint &ep, int num_qps,
                                      const cm_conn_param &param, milliseconds timeout) {
-    if (!events_.ok()) return "rdma_create_event_channel failed";
-    cm_id *listener = nullptr;
-    if (std::string err = listen_on(events_, &listener, family, port, num_qps); !err.empty()) {
-        if (listener) destroy_id(listener);
-        return err;
-    }
+    cm_id *listener = control.take_listener();
+    if (!listener) return "no listener for the data connections";
+    ev_ = &control.events();
     const auto deadline = clock::now() + timeout;
     std::string err;
     while (int(ids_.size()) < num_qps) {
         cm_event_info e;
-        if (!events_.next(e, deadline)) {
+        if (!ev_->next(e, deadline)) {
             err = "no connection request for QP " + std::to_string(ids_.size()) + " within " +
                   std::to_string(timeout.count() / 1000) + " s";
             break;
@@ -467,7 +465,7 @@ std::string data_connections::accept(int family, uint16_t port, endpoint &ep, in
         ep.adopt_qp(e.id->qp);
         ids_.push_back(e.id);
     }
-    destroy_id(listener);
+    destroy_id(listener); /* rdma_cm_server_connection: the listener goes */
     return err;
 }
 
@@ -477,11 +475,11 @@ std::string data_connections::disconnect(milliseconds timeout) {
     const auto deadline = clock::now() + timeout;
     auto all = [&] {
         return std::all_of(ids_.begin(), ids_.end(),
-                           [&](const cm_id *id) { return events_.disconnected(id); });
+                           [&](const cm_id *id) { return ev_->disconnected(id); });
     };
     cm_event_info e;
     while (!all())
-        if (!events_.next(e, deadline))
+        if (!ev_->next(e, deadline))
             return "no DISCONNECTED for every data connection within " +
                    std::to_string(timeout.count() / 1000) + " s";
     return {};

@@ -26,6 +26,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <uroce/cm.h>
@@ -77,7 +78,11 @@ class control_channel : public oob::perftest::message_channel {
                                                     const sockaddr *dst, milliseconds timeout,
                                                     std::string &err);
     /* Server: listen on port, accept the first request (waits for ever,
-     * or until SIGINT), stop listening. listening() runs once it listens. */
+     * or until SIGINT). listening() runs once it listens. The listener
+     * stays for the data connections (data_connections::accept): uroce's
+     * CM counts an accepted connection whose listener is gone as holding
+     * the port (bind_addr EBUSY), where Linux frees the port with the
+     * listener. */
     static std::unique_ptr<control_channel> accept(app::stack &st, cm_service *cm, int family,
                                                    uint16_t port,
                                                    const std::function<void()> &listening,
@@ -93,6 +98,9 @@ class control_channel : public oob::perftest::message_channel {
     void disconnect(milliseconds timeout);
     /* Our address and the peer's, as the CM resolved them. */
     const cm_route &route() const { return id_->route; }
+    /* The server's listener (accept()), and the channel of its events. */
+    cm_id *take_listener() { return std::exchange(listener_, nullptr); }
+    cm_events &events() { return events_; }
 
   private:
     control_channel(app::stack &st, cm_service *cm) : st_(st), events_(st, cm) {}
@@ -104,6 +112,7 @@ class control_channel : public oob::perftest::message_channel {
     app::stack &st_;
     cm_events events_;
     cm_id *id_ = nullptr;
+    cm_id *listener_ = nullptr; /* server */
     pd *pd_ = nullptr;
     cq *send_cq_ = nullptr, *recv_cq_ = nullptr;
     mr *mr_ = nullptr;
@@ -121,9 +130,13 @@ class data_connections {
      * ESTABLISHED. A REJECT is retried every 100 ms until timeout. */
     std::string connect(const sockaddr *dst, endpoint &ep, int num_qps, const cm_conn_param &param,
                         milliseconds timeout);
-    /* Server: listen on port, accept num_qps requests (each adopted by ep
-     * at once, as perftest goes on after rdma_accept), stop listening. */
-    std::string accept(int family, uint16_t port, endpoint &ep, int num_qps,
+    /* Server: accept num_qps requests on the control connection's
+     * listener (each adopted by ep at once, as perftest goes on after
+     * rdma_accept), then stop listening. perftest's server listens anew on
+     * the same port; uroce's bind_addr refuses that port while the
+     * control connection lives (EBUSY, see control_channel::accept), so
+     * the first listener serves both: the same service ID on the wire. */
+    std::string accept(control_channel &control, endpoint &ep, int num_qps,
                        const cm_conn_param &param, milliseconds timeout);
     /* rdma_cm_disconnect_nodes: DREQ on each, wait for every DISCONNECTED. */
     std::string disconnect(milliseconds timeout);
@@ -131,6 +144,7 @@ class data_connections {
   private:
     app::stack &st_;
     cm_events events_;
+    cm_events *ev_ = &events_; /* accept(): the control connection's channel */
     std::vector<cm_id *> ids_;
 };
 

@@ -661,6 +661,7 @@ int run_remote(options &o) {
     }
     std::unique_ptr<endpoint> ep;
     std::unique_ptr<data_connections> data; /* -R; before ep goes, its QPs go */
+    control_channel *control_ = nullptr;    /* -R, while the exchange runs */
     sockaddr_storage server_addr{};
     if (o.rdma_cm && !o.server.empty() && !make_sockaddr(o.server, o.tcp_port, server_addr)) {
         std::fprintf(stderr, "uroce-perf: cannot resolve %s\n", o.server.c_str());
@@ -780,7 +781,7 @@ int run_remote(options &o) {
             std::string e = cfg.side == oob::perftest::role::client
                                 ? data->connect(reinterpret_cast<sockaddr *>(&server_addr), *ep,
                                                 p.num_qps, cp, t)
-                                : data->accept(family, o.tcp_port, *ep, p.num_qps, cp, t);
+                                : data->accept(*control_, *ep, p.num_qps, cp, t);
             if (!e.empty()) return oob::make_error(oob::errc::callback, e);
             return ep->local_keys(our_gid);
         };
@@ -799,6 +800,9 @@ int run_remote(options &o) {
     };
     auto run_rdma_cm = [&]() -> std::string {
         std::string e;
+        if (cfg.side == oob::perftest::role::client &&
+            !st->wait_link_up(std::chrono::seconds(o.timeout_s)))
+            return "the port's link did not come up within " + std::to_string(o.timeout_s) + " s";
         std::unique_ptr<control_channel> ch =
             cfg.side == oob::perftest::role::client
                 ? control_channel::connect(*st, cm.get(),
@@ -807,6 +811,7 @@ int run_remote(options &o) {
                 : control_channel::accept(*st, cm.get(), family, o.tcp_port, waiting_banner, e);
         if (!ch) return e;
         control_channel &control = *ch;
+        control_ = &control;
         oob::perftest::session s(std::move(ch), cfg);
         auto r = oob::perftest::run(s, h);
         if (r) print_peer_reports(*r);
@@ -817,6 +822,7 @@ int run_remote(options &o) {
             std::string de = data->disconnect(std::chrono::seconds(o.timeout_s));
             if (!de.empty()) std::fprintf(stderr, "uroce-perf: %s\n", de.c_str());
         }
+        data.reset(); /* its ids may be on the control connection's channel */
         control.disconnect(std::chrono::seconds(std::min<uint32_t>(o.timeout_s, 3)));
         return r ? std::string() : r.message();
     };

@@ -32,6 +32,10 @@ for c in $cases; do
   sock=$tmp/${c//[: ]/_}.sock
   args=(-n 500 -p 18700 --timeout 10)
   case $t in *_bw) args+=(-s 4096) ;; esac
+  # the TCP exchange reaches the server through the kernel; -R connects
+  # with rdma_cm to its RoCE address
+  server=127.0.0.1
+  case " $extra " in *" -R "*) server=10.77.0.1 ;; esac
   # shellcheck disable=SC2206
   args+=($extra)
   timeout 60 "$bin" $eal0 "$t" --vdev "net_memif0,role=server,id=0,socket=$sock,socket-abstract=no" \
@@ -39,7 +43,7 @@ for c in $cases; do
   spid=$!
   for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
   timeout 60 "$bin" $eal1 "$t" --vdev "net_memif0,role=client,id=0,socket=$sock,socket-abstract=no" \
-    --ip 10.77.0.2/24 --mac 02:00:00:00:00:02 "${args[@]}" 127.0.0.1 >"$tmp/${c//[: ]/_}.cli" 2>&1
+    --ip 10.77.0.2/24 --mac 02:00:00:00:00:02 "${args[@]}" "$server" >"$tmp/${c//[: ]/_}.cli" 2>&1
   crc=$?
   wait $spid
   src=$?
