@@ -230,13 +230,22 @@ std::unique_ptr<control_channel> control_channel::connect(app::stack &st, cm_ser
         return nullptr;
     }
     const auto deadline = clock::now() + timeout;
+    std::string rejected; /* the last refusal: what to report when time runs out */
+    auto give_up = [&](std::string why) {
+        err = rejected.empty()
+                  ? "the control connection: " + why
+                  : "the control connection: " + rejected + ", retried every 100 ms for " +
+                        std::to_string(timeout.count() / 1000) + " s";
+        return nullptr;
+    };
     for (;;) {
         if (verbs_error e = create_id(c->events_.channel(), &c->id_, nullptr, rdma_port_space::tcp);
             e != verbs_error::ok) {
             err = verr("rdma_create_id", e);
             return nullptr;
         }
-        if (err = resolve(c->events_, c->id_, dst, deadline); !err.empty()) return nullptr;
+        if (std::string r = resolve(c->events_, c->id_, dst, deadline); !r.empty())
+            return give_up(r);
         if (err = c->setup_qp(c->id_); !err.empty()) return nullptr;
         /* rdma_client_connect: the comm test is a SEND test: no READ
          * resources; retry_count 7 (-r default), rnr_retry_count 7. */
@@ -250,12 +259,12 @@ std::unique_ptr<control_channel> control_channel::connect(app::stack &st, cm_ser
             return nullptr;
         }
         cm_event_info last;
-        if (wait_established(c->events_, c->id_, deadline, last, err)) return c;
+        std::string why;
+        if (wait_established(c->events_, c->id_, deadline, last, why)) return c;
         c->release_qp();
-        if (last.type != cm_event_type::rejected || clock::now() + reject_retry > deadline) {
-            err = "the control connection: " + err;
-            return nullptr;
-        }
+        if (last.type == cm_event_type::rejected) rejected = why;
+        if (last.type != cm_event_type::rejected || clock::now() + reject_retry > deadline)
+            return give_up(why);
         pause(st, reject_retry); /* the server may not listen yet */
     }
 }
@@ -396,6 +405,13 @@ std::string data_connections::connect(const sockaddr *dst, endpoint &ep, int num
                                       const cm_conn_param &param, milliseconds timeout) {
     if (!events_.ok()) return "rdma_create_event_channel failed";
     const auto deadline = clock::now() + timeout;
+    std::string rejected; /* the last refusal: what to report when time runs out */
+    auto give_up = [&](int i, const std::string &why) {
+        return "data connection " + std::to_string(i) + ": " +
+               (rejected.empty() ? why
+                                 : rejected + ", retried every 100 ms for " +
+                                       std::to_string(timeout.count() / 1000) + " s");
+    };
     for (int i = 0; i < num_qps;) {
         cm_id *id = nullptr;
         if (verbs_error e = create_id(events_.channel(), &id, nullptr, rdma_port_space::tcp);
@@ -403,7 +419,7 @@ std::string data_connections::connect(const sockaddr *dst, endpoint &ep, int num
             return verr("rdma_create_id", e);
         if (std::string err = resolve(events_, id, dst, deadline); !err.empty()) {
             destroy_id(id);
-            return err;
+            return give_up(i, err);
         }
         qp_init_attr ia = ep.qp_attrs();
         if (verbs_error e = create_qp(id, ep.protection_domain(), &ia); e != verbs_error::ok) {
@@ -427,8 +443,9 @@ std::string data_connections::connect(const sockaddr *dst, endpoint &ep, int num
         destroy_id(id);
         /* rdma_cm_client_connection retries: the server listens only after
          * the hand shake that preceded our REQ. */
+        if (last.type == cm_event_type::rejected) rejected = err;
         if (last.type != cm_event_type::rejected || clock::now() + reject_retry > deadline)
-            return "data connection " + std::to_string(i) + ": " + err;
+            return give_up(i, err);
         pause(st_, reject_retry);
     }
     return {};

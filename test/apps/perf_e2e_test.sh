@@ -18,7 +18,8 @@ eal1="--no-huge -m 1024 --no-pci --no-shconf -l 1 --log-level=*:warning --"
 pass=0 fail=0
 # Every test with the defaults (RC), then the modes: -c UC (send/write),
 # -c UD (send: Q_Key, 40-byte GRH), inline sizes (-I) and the rx depth (-r);
-# then every test with -R, and two QPs (two data connections) with -R.
+# then every test with -R, and two QPs (two data connections) with -R;
+# last a -R client to a port nobody listens on (REJ, reason 8).
 cases="send_bw write_bw read_bw atomic_bw send_lat write_lat read_lat atomic_lat
 send_bw:-c:UC write_bw:-c:UC send_lat:-c:UC write_lat:-c:UC
 send_bw:-c:UD:-s:2048 send_lat:-c:UD
@@ -87,5 +88,27 @@ for c in $cases; do
     fail=$((fail + 1))
   fi
 done
+
+# -R to a port nobody listens on (the server listens on 18700, the client
+# asks for 18701): the CM refuses with REJ reason 8, the client retries as
+# perftest does until --timeout and then says so.
+sock=$tmp/reject.sock
+timeout 60 "$bin" $eal0 write_bw -R --vdev "net_memif0,role=server,id=0,socket=$sock,socket-abstract=no" \
+  --ip 10.77.0.1/24 --mac 02:00:00:00:00:01 -p 18700 >"$tmp/reject.srv" 2>&1 &
+spid=$!
+for _ in $(seq 50); do grep -q 'Waiting for client' "$tmp/reject.srv" && break; sleep 0.1; done
+timeout 60 "$bin" $eal1 write_bw -R --vdev "net_memif0,role=client,id=0,socket=$sock,socket-abstract=no" \
+  --ip 10.77.0.2/24 --mac 02:00:00:00:00:02 -p 18701 --timeout 2 10.77.0.1 >"$tmp/reject.cli" 2>&1
+crc=$?
+kill "$spid" 2>/dev/null
+wait "$spid" 2>/dev/null
+if [ $crc -eq 1 ] && grep -q 'RDMA_CM_EVENT_REJECTED (reason 8: ' "$tmp/reject.cli"; then
+  echo "PASS -R to a closed port: $(grep -o 'RDMA_CM_EVENT_REJECTED (reason 8: [^)]*)' "$tmp/reject.cli")"
+  pass=$((pass + 1))
+else
+  echo "FAIL -R to a closed port (client rc $crc): want 'RDMA_CM_EVENT_REJECTED (reason 8: ...)'"
+  grep -v "^EAL" "$tmp/reject.cli" | sed 's/^/  client: /' | head -15
+  fail=$((fail + 1))
+fi
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
