@@ -18,7 +18,7 @@ eal1="--no-huge -m 1024 --no-pci --no-shconf -l 1 --log-level=*:warning --"
 pass=0 fail=0
 # Every test with the defaults (RC), then the modes: -c UC (send/write),
 # -c UD (send: Q_Key, 40-byte GRH), inline sizes (-I) and the rx depth (-r);
-# then every test with -R, and two QPs (two data connections) with -R;
+# then every test with -R, two QPs (two data connections) and IPv6 with -R;
 # last a -R client to a port nobody listens on (REJ, reason 8).
 cases="send_bw write_bw read_bw atomic_bw send_lat write_lat read_lat atomic_lat
 send_bw:-c:UC write_bw:-c:UC send_lat:-c:UC write_lat:-c:UC
@@ -88,6 +88,27 @@ for c in $cases; do
     fail=$((fail + 1))
   fi
 done
+
+# -R over IPv6 addresses: rdma_cm's IP header and the GIDs of IPv6
+sock=$tmp/ipv6.sock
+timeout 60 "$bin" $eal0 read_bw -R --vdev "net_memif0,role=server,id=0,socket=$sock,socket-abstract=no" \
+  --ip fd77::1/64 --mac 02:00:00:00:00:01 -n 300 -s 4096 -p 18700 --timeout 10 >"$tmp/ipv6.srv" 2>&1 &
+spid=$!
+for _ in $(seq 50); do grep -q 'Waiting for client' "$tmp/ipv6.srv" && break; sleep 0.1; done
+timeout 60 "$bin" $eal1 read_bw -R --vdev "net_memif0,role=client,id=0,socket=$sock,socket-abstract=no" \
+  --ip fd77::2/64 --mac 02:00:00:00:00:02 -n 300 -s 4096 -p 18700 --timeout 10 fd77::1 >"$tmp/ipv6.cli" 2>&1
+crc=$?
+wait "$spid"
+src=$?
+line=$(grep -A1 '#bytes' "$tmp/ipv6.cli" | tail -1)
+if [ $crc -eq 0 ] && [ $src -eq 0 ] && [ "$(echo "$line" | awk '{print $2}')" = 300 ]; then
+  echo "PASS read_bw -R over IPv6:$line"
+  pass=$((pass + 1))
+else
+  echo "FAIL read_bw -R over IPv6 (server rc $src, client rc $crc)"
+  grep -v "^EAL" "$tmp/ipv6.cli" | sed 's/^/  client: /' | head -15
+  fail=$((fail + 1))
+fi
 
 # -R to a port nobody listens on (the server listens on 18700, the client
 # asks for 18701): the CM refuses with REJ reason 8, the client retries as
