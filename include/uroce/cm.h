@@ -193,7 +193,13 @@ struct cm_config {
 #define UROCE_CM_SERVICE_COUNTERS(X)                                                               \
     X(mad_rx, "MADs received on QP1")                                                              \
     X(mad_tx, "MADs sent on QP1")                                                                  \
-    X(mad_refused, "MADs refused by the parser (short, class, version, method, attribute)")        \
+    X(mad_refused, "MADs refused by the parser (the sum of the six below)")                        \
+    X(mad_short, "refused: fewer than 256 bytes")                                                  \
+    X(mad_bad_base_version, "refused: base version not 1")                                         \
+    X(mad_not_cm_class, "refused: another management class")                                       \
+    X(mad_bad_class_version, "refused: CM class version not 2")                                    \
+    X(mad_bad_method, "refused: a method other than Send()")                                       \
+    X(mad_unknown_attribute, "refused: not a CM attribute")                                        \
     X(mad_rx_error, "QP1 receive completions in error")                                            \
     X(mad_parked, "MADs parked while the peer's MAC resolves")                                     \
     X(mad_unresolved, "parked MADs dropped: the peer's MAC did not resolve")                       \

@@ -205,6 +205,13 @@ void cm_service::send_mad(const cm_peer &to, const uint8_t *mad) {
     gsi_->send(to.addr, to.qpn, to.local, mad, now());
 }
 
+/* A QP the user made with plain create_qp is still in RESET: INIT first. */
+bool cm_service::to_init(qp *q, const qp_connect_attr &a) {
+    qp_attr at;
+    if (query_qp(q, &at, 0, nullptr) != verbs_error::ok) return false;
+    return at.qp_state != qp_state::reset || modify_qp_to_init(q, a) == verbs_error::ok;
+}
+
 qp_connect_attr cm_service::qp_attr_for(const cm_id_impl *id) const {
     qp_connect_attr a;
     a.path_mtu = id->route.path_mtu;
@@ -241,6 +248,7 @@ bool cm_service::qp_to_rts(cm_conn &c, const cm_rep &rep) {
     a.max_rd_atomic = std::min<uint8_t>(rep.responder_resources, rd_limit());
     a.retry_cnt = c.req().retry_count;
     a.rnr_retry = rep.rnr_retry_count();
+    if (!to_init(id->qp, a)) return false;
     return modify_qp_to_rtr(id->qp, a) == verbs_error::ok &&
            modify_qp_to_rts(id->qp, a) == verbs_error::ok;
 }
@@ -343,7 +351,7 @@ bool cm_service::check_ip_hdr(const cm_id_impl *listener, const uint8_t *priv, c
 void cm_service::on_connect_request(cm_conn &c) {
     const cm_req_params &r = c.req();
     auto *listener = static_cast<cm_id_impl *>(agent_->listener_context(r.service_id));
-    if (!listener || listener->state != cm_id_state::listen) {
+    if (!listener || listener->state != cm_id_state::listen || listener->qp_type != qp_type::rc) {
         c.reject(cm_rej_reason::invalid_service_id);
         own_.req_no_listener++;
         return;
@@ -715,6 +723,7 @@ verbs_error cm_service::accept(cm_id_impl *id, const cm_conn_param *param) {
         a.retry_cnt = rq.retry_count;
         a.rnr_retry = rq.rnr_retry_count;
         a.timeout = rq.path.local_ack_timeout ? rq.path.local_ack_timeout : cfg_.local_ack_timeout;
+        if (!to_init(id->qp, a)) return verbs_error::inval;
         if (verbs_error e = modify_qp_to_rtr(id->qp, a); e != verbs_error::ok) return e;
         if (verbs_error e = modify_qp_to_rts(id->qp, a); e != verbs_error::ok) return e;
     }
@@ -770,6 +779,12 @@ cm_counters_snapshot cm_service::counters() const {
     s.mad_queue_full = g.queue_full;
     for (uint64_t n : a.mad_refused)
         s.mad_refused += n;
+    s.mad_short = a.mad_refused[size_t(mad_error::short_mad)];
+    s.mad_bad_base_version = a.mad_refused[size_t(mad_error::bad_base_version)];
+    s.mad_not_cm_class = a.mad_refused[size_t(mad_error::not_cm_class)];
+    s.mad_bad_class_version = a.mad_refused[size_t(mad_error::bad_class_version)];
+    s.mad_bad_method = a.mad_refused[size_t(mad_error::bad_method)];
+    s.mad_unknown_attribute = a.mad_refused[size_t(mad_error::unknown_attribute)];
     auto at = [](cm_attr x) { return unsigned(x) - unsigned(cm_attr::req); };
     s.req_rx = m.received[at(cm_attr::req)];
     s.rep_rx = m.received[at(cm_attr::rep)];

@@ -155,6 +155,7 @@ class cm_service final : public engine_poller, private cm_agent::endpoint {
     cm_id_impl *id_of(const cm_conn &c) const;
     void detach_conn(cm_id_impl *id);
     qp_connect_attr qp_attr_for(const cm_id_impl *id) const;
+    static bool to_init(qp *q, const qp_connect_attr &a);
     void reap();
     uint64_t ca_guid() const;
     uint8_t rd_limit() const;

@@ -145,6 +145,25 @@ void cm_service::on_sidr_req(const cm_peer &from, const cm_mad_view &v) {
         own_.req_no_listener++;
         return;
     }
+    /* A SIDR_REQ flood must not grow state without bound: at most
+     * max_half_open requests the users have not answered (and the
+     * listener's backlog), as for REQs. */
+    unsigned pending = 0, of_listener = 0;
+    for (const cm_id_impl *id : ids_)
+        if (id->qp_type == qp_type::ud &&
+            (id->state == cm_id_state::req_wait_mac || id->state == cm_id_state::connect_request)) {
+            pending++;
+            of_listener += id->listener == listener;
+        }
+    if (pending >= cfg_.max_half_open ||
+        (listener->backlog > 0 && of_listener >= unsigned(listener->backlog))) {
+        build_cm_sidr_rep(mad, v.hdr->tid(), r.request_id(), cm_sidr_status::rejected, 0,
+                          r.service_id(), 0);
+        send_mad(from, mad);
+        own_.sidr_rep_tx++;
+        own_.req_half_open_full++;
+        return;
+    }
     auto *child = new cm_id_impl;
     child->svc = this;
     child->channel = listener->channel;

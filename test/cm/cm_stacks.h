@@ -50,8 +50,11 @@ struct cm_stack {
     void teardown() {
         if (ch) { /* what the test left unread */
             cm_event *ev;
-            while (get_event(ch, &ev) == verbs_error::ok)
+            while (get_event(ch, &ev) == verbs_error::ok) {
+                cm_id *unanswered = ev->event == cm_event_type::connect_request ? ev->id : nullptr;
                 ack_event(ev);
+                if (unanswered) destroy_id(unanswered);
+            }
         }
         if (ch) {
             EXPECT_EQ(destroy_event_channel(ch), verbs_error::ok);

@@ -6,12 +6,18 @@
  * ("connection refused"); a REQ whose rdma_cm IP header is not for the
  * listener's address is refused; a peer that vanishes mid-handshake ends in
  * UNREACHABLE after the retries, on either side; a lost REP costs a retry,
- * not the connection; 1000 connections in sequence and 100 at once.
+ * not the connection; 1000 connections in sequence and 100 at once. Against
+ * a real rxe (test/golden/rping_rdmacm.pcap, 10.77.0.12 -> 10.77.0.11, the
+ * fixture's addresses): its REQ, injected, is a CONNECT_REQUEST with rping's
+ * parameters, and our REQ carries what rxe's does.
  */
 #include <cerrno>
 #include <vector>
 
 #include "cm_stacks.h"
+#include "pcap_frames.h"
+#include <uroce/flow.h>
+#include <uroce/parse.h>
 
 using namespace uroce;
 using namespace uroce::test;
@@ -80,6 +86,23 @@ class cm_service_t : public cm_pair {
 
 TEST_F(cm_service_t, connect_accept_carries_data_and_negotiates_the_qp) {
     start();
+    /* Every RoCE frame either side sends verifies (ICRC, lengths), as
+     * uroce-dump --check would have it; the CM MADs among them parse. */
+    unsigned roce_frames = 0, mads = 0;
+    link->set_filter([&](rte_mbuf *m, const memlink_port *) {
+        std::vector<uint8_t> f(rte_pktmbuf_mtod(m, uint8_t *),
+                               rte_pktmbuf_mtod(m, uint8_t *) + m->data_len);
+        if (classify_frame(m) != frame_class::roce) return true;
+        roce_frames++;
+        roce_packet p;
+        EXPECT_EQ(parse_frame_verified(f.data(), f.size(), p), parse_error::ok);
+        if (p.bth() && p.bth()->dest_qp() == 1) {
+            cm_mad_view v;
+            EXPECT_EQ(parse_cm_mad(p.payload(), p.payload_len, v), mad_error::ok);
+            mads++;
+        }
+        return true;
+    });
     listen_b();
     cm_id *act = resolve_a();
     EXPECT_EQ(act->route.dgid, gid::from_ipv4(ip_b));
@@ -226,6 +249,8 @@ TEST_F(cm_service_t, connect_accept_carries_data_and_negotiates_the_qp) {
     EXPECT_EQ(ca.dreq_tx, 1u);
     EXPECT_EQ(cb.drep_tx, 1u);
     EXPECT_EQ(ca.retries + cb.retries, 0u);
+    EXPECT_EQ(mads, 5u) << "REQ REP RTU DREQ DREP";
+    EXPECT_GT(roce_frames, mads);
 }
 
 TEST_F(cm_service_t, passive_side_disconnects_first) {
@@ -495,6 +520,106 @@ TEST_F(cm_service_t, a_hundred_connections_at_once) {
         destroy(id);
 }
 
+/* A REQ flood does not grow state without bound: past max_half_open
+ * unanswered requests, REJ no resources, counted. */
+TEST_F(cm_service_t, half_open_connections_are_capped) {
+    cfg.max_half_open = 3;
+    start();
+    listen_b();
+    std::vector<cm_id *> act, pending;
+    cm_conn_param cp;
+    for (int i = 0; i < 5; i++) {
+        act.push_back(resolve_a());
+        ASSERT_EQ(connect(act.back(), &cp), verbs_error::ok);
+    }
+    int refused = 0;
+    ASSERT_TRUE(run_until([&] {
+        cm_event *ev;
+        while (get_event(b.ch, &ev) == verbs_error::ok) {
+            if (ev->event == cm_event_type::connect_request) pending.push_back(ev->id);
+            ack_event(ev);
+        }
+        while (get_event(a.ch, &ev) == verbs_error::ok) {
+            refused += ev->event == cm_event_type::rejected &&
+                       ev->status == int(cm_rej_reason::no_resources);
+            ack_event(ev);
+        }
+        return pending.size() == 3 && refused == 2;
+    }));
+    EXPECT_EQ(cm_counters(b.cm).req_half_open_full, 2u);
+    EXPECT_EQ(cm_connection_count(b.cm), 3u);
+    for (cm_id *id : pending)
+        destroy(id); /* REJ consumer defined to each */
+    for (cm_id *id : act)
+        destroy(id);
+}
+
+/* Hostile datagrams to QP1: every one counted where it is refused (the
+ * transport for a wrong Q_Key, the CM's parser by reason), none answered. */
+TEST_F(cm_service_t, bad_mads_are_counted_by_reason) {
+    start();
+    cm_id *warm = resolve_a(); /* a knows b's MAC now */
+    destroy(warm);
+    qp_init_attr ia = qp_init(a);
+    ia.qp_type = qp_type::ud;
+    qp *q = uroce::create_qp(a.pd, ia);
+    ASSERT_NE(q, nullptr);
+    qp_connect_attr ca;
+    ca.qkey = 0x80010000u; /* a WR Q_Key with the high bit set means the QP's (IBTA 10.2.4) */
+    ASSERT_EQ(connect_qp(q, ca), verbs_error::ok);
+    ah_attr aa;
+    aa.grh.dgid = gid::from_ipv4(ip_b);
+    aa.grh.sgid_index = 1; /* ::ffff:10.77.0.12 */
+    const std::optional<neigh_entry_view> nbe = a.nb->lookup(aa.grh.dgid);
+    ASSERT_TRUE(nbe);
+    nbe->mac.copy_to(aa.dmac);
+    ah *h = create_ah(a.pd, aa);
+    ASSERT_NE(h, nullptr);
+    std::vector<uint8_t> mad(256, 0);
+    mad[0] = 1;    /* base version */
+    mad[1] = 0x03; /* SA, not the CM */
+    mad[2] = 2;
+    mad[3] = 3;
+    mr *m = reg_mr(a.pd, mad.data(), mad.size(), 0);
+    auto send = [&](uint32_t len, uint32_t qkey) {
+        sge sg{reinterpret_cast<uint64_t>(mad.data()), len, mr_lkey(m)};
+        send_wr w;
+        w.sg_list = &sg;
+        w.num_sge = 1;
+        w.wr.ud.ah = h;
+        w.wr.ud.remote_qpn = 1;
+        w.wr.ud.remote_qkey = qkey;
+        send_wr *bad;
+        ASSERT_EQ(post_send(q, &w, &bad), verbs_error::ok);
+    };
+    send(256, 0x80010000u); /* another class */
+    send(100, 0x80010000u); /* short */
+    send(256, 0x00001234u); /* not the GSI's Q_Key */
+    const bool got2 = run_until([&] { return cm_counters(b.cm).mad_refused == 2; }, 1'000'000'000);
+    ASSERT_TRUE(got2);
+    for (int i = 0; i < 20; i++)
+        pump();
+    const cm_counters_snapshot c = cm_counters(b.cm);
+    EXPECT_EQ(c.mad_not_cm_class, 1u);
+    EXPECT_EQ(c.mad_short, 1u);
+    EXPECT_EQ(c.mad_tx, 0u) << "nothing answered";
+    uint64_t qkey_drops = 0;
+    for_each_qp(b.ctx, [&](const uroce::qp *x) {
+        if (qp_num(x) == 1) qkey_drops = qp_counters_of(x).ud_qkey_drops;
+    });
+    EXPECT_EQ(qkey_drops, 1u);
+    char *text = nullptr;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    cm_print_counters(b.cm, f);
+    std::fclose(f);
+    EXPECT_NE(std::string(text).find("mad_not_cm_class"), std::string::npos) << text;
+    std::free(text);
+    dereg_mr(m);
+    destroy_ah(h);
+    uroce::destroy_qp(q);
+}
+
 TEST_F(cm_service_t, api_misuse_is_refused) {
     start();
     cm_id *id = nullptr;
@@ -551,6 +676,142 @@ TEST_F(cm_service_t, connects_over_ipv6_gids) {
     destroy(act);
     destroy(pas);
     destroy_id(l);
+}
+
+/* The UD SEND_ONLY frames to QP1 of the golden rping capture. */
+std::vector<std::vector<uint8_t>> golden_cm_frames() {
+    std::vector<std::vector<uint8_t>> out;
+    std::string err;
+    for (const captured_frame &f : read_pcap_frames(golden_path("rping_rdmacm.pcap"), err)) {
+        roce_packet p;
+        if (parse_frame_verified(f.bytes.data(), f.bytes.size(), p) != parse_error::ok) continue;
+        if (p.bth()->dest_qp() == 1 && p.deth()) out.push_back(f.bytes);
+    }
+    EXPECT_TRUE(err.empty()) << err;
+    return out;
+}
+
+/* rxe's REQ (rping -c to 10.77.0.11:7174), handed to b (10.77.0.11) as if
+ * from a's port: a CONNECT_REQUEST with rping's parameters, from rxe's QP
+ * 0x14, and our REP goes back to its QP1. */
+TEST_F(cm_service_t, rxe_req_from_the_golden_capture_is_a_connect_request) {
+    start();
+    listen_b();
+    const auto frames = golden_cm_frames();
+    ASSERT_EQ(frames.size(), 5u);
+    const std::vector<uint8_t> &req = frames[0];
+    rte_mbuf *m = rte_pktmbuf_alloc(cm_test_pool());
+    ASSERT_NE(m, nullptr);
+    std::memcpy(rte_pktmbuf_append(m, uint16_t(req.size())), req.data(), req.size());
+    b.eng->rx_burst(&m, 1);
+    cm_event *ev = next_event(b);
+    ASSERT_NE(ev, nullptr);
+    ASSERT_EQ(ev->event, cm_event_type::connect_request) << cm_event_str(ev->event);
+    EXPECT_EQ(ev->conn.qp_num, 0x14u);
+    EXPECT_EQ(ev->conn.responder_resources, 1);
+    EXPECT_EQ(ev->conn.initiator_depth, 1);
+    EXPECT_EQ(ev->conn.retry_count, 7);
+    EXPECT_EQ(ev->conn.rnr_retry_count, 7);
+    cm_id *pas = ev->id;
+    EXPECT_EQ(pas->route.dgid, gid::from_ipv4(ip_a));
+    EXPECT_EQ(ntohs(reinterpret_cast<sockaddr_in *>(&pas->route.dst_addr)->sin_port), 0xbc80)
+        << "rping's source port, from the IP header";
+    EXPECT_EQ(pas->route.flow_label, 0x6ef86u);
+    ack_event(ev);
+    uint32_t rep_to_qpn = 0, rep_remote_comm = 0;
+    link->set_filter([&](rte_mbuf *f, const memlink_port *from) {
+        roce_packet p;
+        if (from == b.port && parse_mbuf(f, p) == parse_error::ok && p.deth() &&
+            p.bth()->dest_qp() == 1) {
+            cm_mad_view v;
+            if (parse_cm_mad(p.payload(), p.payload_len, v) == mad_error::ok &&
+                v.info->attr == cm_attr::rep) {
+                rep_to_qpn = p.bth()->dest_qp();
+                rep_remote_comm = v.as<cm_rep>()->remote_comm_id();
+            }
+        }
+        return true;
+    });
+    qp_init_attr ia = qp_init(b);
+    ASSERT_EQ(create_qp(pas, b.pd, &ia), verbs_error::ok);
+    cm_conn_param cp;
+    cp.responder_resources = 1;
+    cp.initiator_depth = 1;
+    ASSERT_EQ(accept(pas, &cp), verbs_error::ok);
+    qp_attr at;
+    ASSERT_EQ(query_qp(pas->qp, &at, 0, nullptr), verbs_error::ok);
+    EXPECT_EQ(at.dest_qp_num, 0x14u);
+    EXPECT_EQ(at.rq_psn, 0x3c0ef9u);
+    EXPECT_EQ(at.path_mtu, mtu::mtu_4096);
+    EXPECT_EQ(at.timeout, 19) << "the REQ's local ACK timeout";
+    ASSERT_TRUE(run_until([&] { return rep_to_qpn != 0; }, 1'000'000'000));
+    EXPECT_EQ(rep_remote_comm, 0x9592376bu) << "rxe's comm ID";
+    destroy(pas);
+}
+
+/* Our REQ next to rxe's: every field that is not a number of the moment
+ * (comm ID, QPN, PSN, GUID, port and the flow label from it) as rping's. */
+TEST_F(cm_service_t, our_req_carries_what_rxes_does) {
+    start();
+    listen_b();
+    std::vector<uint8_t> ours;
+    link->set_filter([&](rte_mbuf *f, const memlink_port *from) {
+        roce_packet p;
+        if (ours.empty() && from == a.port && parse_mbuf(f, p) == parse_error::ok && p.deth() &&
+            p.bth()->dest_qp() == 1) {
+            EXPECT_EQ(p.deth()->qkey(), 0x80010000u);
+            EXPECT_EQ(p.deth()->src_qp(), 1u);
+            EXPECT_EQ(p.udp()->src_port(), 55410);
+            ours.assign(p.payload(), p.payload() + p.payload_len);
+        }
+        return true;
+    });
+    cm_id *act = resolve_a();
+    cm_conn_param cp;
+    cp.responder_resources = 1;
+    cp.initiator_depth = 1;
+    ASSERT_EQ(connect(act, &cp), verbs_error::ok);
+    ASSERT_TRUE(run_until([&] { return !ours.empty(); }, 1'000'000'000));
+    const auto frames = golden_cm_frames();
+    ASSERT_FALSE(frames.empty());
+    roce_packet gp;
+    ASSERT_EQ(parse_frame_verified(frames[0].data(), frames[0].size(), gp), parse_error::ok);
+    cm_mad_view gv, ov;
+    ASSERT_EQ(parse_cm_mad(gp.payload(), gp.payload_len, gv), mad_error::ok);
+    ASSERT_EQ(parse_cm_mad(ours.data(), ours.size(), ov), mad_error::ok);
+    const cm_req &g = *gv.as<cm_req>(), &o = *ov.as<cm_req>();
+    EXPECT_EQ(ov.hdr->base_version, gv.hdr->base_version);
+    EXPECT_EQ(ov.hdr->class_version, gv.hdr->class_version);
+    EXPECT_EQ(ov.hdr->method, gv.hdr->method);
+    EXPECT_EQ(o.service_id(), g.service_id());
+    EXPECT_EQ(o.local_qkey(), g.local_qkey());
+    EXPECT_EQ(o.responder_resources, g.responder_resources);
+    EXPECT_EQ(o.initiator_depth, g.initiator_depth);
+    EXPECT_EQ(o.byte43, g.byte43) << "response timeout, transport, e2e flow control";
+    EXPECT_EQ(o.local_cm_response_timeout(), g.local_cm_response_timeout());
+    EXPECT_EQ(o.retry_count(), g.retry_count());
+    EXPECT_EQ(o.pkey(), g.pkey());
+    EXPECT_EQ(o.byte50, g.byte50) << "path MTU, RDC, RNR retry count";
+    EXPECT_EQ(o.byte51, g.byte51) << "max CM retries, SRQ, extended transport";
+    EXPECT_EQ(std::memcmp(o.primary_local_lid_be, g.primary_local_lid_be, 4), 0);
+    EXPECT_EQ(o.local_gid(), g.local_gid());
+    EXPECT_EQ(o.remote_gid(), g.remote_gid());
+    EXPECT_EQ(o.packet_rate(), g.packet_rate());
+    EXPECT_EQ(o.primary_traffic_class, g.primary_traffic_class);
+    EXPECT_EQ(o.primary_hop_limit, g.primary_hop_limit);
+    EXPECT_EQ(o.byte94, g.byte94);
+    EXPECT_EQ(o.byte95, g.byte95) << "local ACK timeout";
+    EXPECT_EQ(std::memcmp(o.alternate_path, g.alternate_path, sizeof(g.alternate_path)), 0);
+    cma_ip_hdr oh, gh;
+    std::memcpy(&oh, o.private_data, sizeof(oh));
+    std::memcpy(&gh, g.private_data, sizeof(gh));
+    EXPECT_EQ(oh.version, gh.version);
+    EXPECT_EQ(oh.ip_version, gh.ip_version);
+    EXPECT_EQ(std::memcmp(oh.src_addr, gh.src_addr, 16), 0);
+    EXPECT_EQ(std::memcmp(oh.dst_addr, gh.dst_addr, 16), 0);
+    EXPECT_EQ(o.flow_label(), calc_flow_label_cm(oh.src_port(), 7174));
+    EXPECT_EQ(g.flow_label(), calc_flow_label_cm(gh.src_port(), 7174)) << "rxe's rule, too";
+    destroy(act);
 }
 
 } // namespace

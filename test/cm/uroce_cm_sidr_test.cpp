@@ -198,4 +198,39 @@ TEST_F(cm_sidr_t, no_answer_is_unreachable_after_the_retries) {
     destroy(act);
 }
 
+TEST_F(cm_sidr_t, unanswered_requests_are_capped) {
+    cfg.max_half_open = 3;
+    start();
+    listen_b();
+    std::vector<cm_id *> act;
+    cm_conn_param cp;
+    for (int i = 0; i < 5; i++) {
+        act.push_back(resolve_a());
+        ASSERT_EQ(connect(act.back(), &cp), verbs_error::ok);
+    }
+    int requests = 0, refused = 0;
+    std::vector<cm_id *> pending;
+    ASSERT_TRUE(run_until([&] {
+        cm_event *ev;
+        while (get_event(b.ch, &ev) == verbs_error::ok) {
+            if (ev->event == cm_event_type::connect_request) {
+                requests++;
+                pending.push_back(ev->id);
+            }
+            ack_event(ev); /* left unanswered: the ids stay in CONNECT_REQUEST */
+        }
+        while (get_event(a.ch, &ev) == verbs_error::ok) {
+            refused += ev->event == cm_event_type::unreachable &&
+                       ev->status == int(cm_sidr_status::rejected);
+            ack_event(ev);
+        }
+        return requests == 3 && refused == 2;
+    }));
+    EXPECT_EQ(cm_counters(b.cm).req_half_open_full, 2u);
+    for (cm_id *id : act)
+        destroy(id);
+    for (cm_id *id : pending)
+        destroy(id);
+}
+
 } // namespace
