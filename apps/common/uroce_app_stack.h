@@ -184,11 +184,16 @@ class control_runner {
 
     /* From the control thread: run fn on the stack's thread and wait for it. */
     template <class R> R call_on_stack(std::function<R()> fn) {
-        std::packaged_task<R()> task(std::move(fn));
-        std::future<R> done = task.get_future();
+        /* Shared with the job: the stack's thread may still be inside
+         * task() (packaged_task makes the result ready, then returns)
+         * when done.get() returns here, so the task must not live on this
+         * thread's stack (a candidate for one unexplained SIGSEGV of a
+         * perf_e2e server, not reproduced since). */
+        auto task = std::make_shared<std::packaged_task<R()>>(std::move(fn));
+        std::future<R> done = task->get_future();
         {
             std::lock_guard<std::mutex> lock(mu_);
-            pending_ = [&task] { task(); };
+            pending_ = [task] { (*task)(); };
         }
         return done.get();
     }
