@@ -243,7 +243,7 @@ bool cm_service::qp_to_rts(cm_conn &c, const cm_rep &rep) {
     qp_connect_attr a = qp_attr_for(id);
     a.dest_qp_num = rep.local_qpn();
     a.sq_psn = rep.starting_psn(); /* the REP names what the peer expects */
-    a.rq_psn = id->req_psn; /* what our REQ asked the peer to send from */
+    a.rq_psn = id->req_psn;        /* what our REQ asked the peer to send from */
     a.max_dest_rd_atomic = std::min<uint8_t>(rep.initiator_depth, rd_limit());
     a.max_rd_atomic = std::min<uint8_t>(rep.responder_resources, rd_limit());
     a.retry_cnt = c.req().retry_count;
