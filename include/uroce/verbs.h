@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <functional>
 
+#include <uroce/cc.h>
 #include <uroce/counters.h>
 #include <uroce/gid.h>
 
@@ -408,6 +409,8 @@ struct device_config {
      * from the OS's random source. false: at first_qpn (0x11 by default, as
      * rxe), for golden captures and tests that expect those numbers. */
     bool random_first_qpn = true;
+    /* ECN marking, CNPs and DCQCN (<uroce/cc.h>, doc/congestion.md). */
+    cc_config cc;
 };
 
 /* Open a device (ibv_open_device). The device owns every object created on it. */
