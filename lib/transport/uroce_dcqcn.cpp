@@ -13,8 +13,15 @@ namespace uroce {
 static void set_rate(dcqcn_rp &s, double mbps) {
     s.rc = mbps;
     /* 8 bits per byte / (mbps bits per us) = 8000 / mbps ns per byte */
+    uint64_t old = s.ns_per_byte_fp16;
     s.ns_per_byte_fp16 = uint64_t(std::llround(8000.0 * 65536.0 / mbps));
     if (s.ns_per_byte_fp16 == 0) s.ns_per_byte_fp16 = 1;
+    /* What was sent ahead of now was paid for at the old rate: pay it at
+     * the new one (a 4 KB frame sent at 1 Mb/s would otherwise hold the QP
+     * 33 ms after the rate has recovered). */
+    if (old && s.tat_ns > s.now_ns)
+        s.tat_ns = s.now_ns +
+                   uint64_t(double(s.tat_ns - s.now_ns) * double(s.ns_per_byte_fp16) / double(old));
     s.burst_ns = (uint64_t(s.p->burst_bytes) * s.ns_per_byte_fp16) >> 16;
 }
 
@@ -99,6 +106,7 @@ void dcqcn_on_bytes(dcqcn_rp &s) {
 bool dcqcn_on_cnp(dcqcn_rp &s, uint64_t now_ns) {
     if (!s.dcqcn) return false;
     const dcqcn_params &p = *s.p;
+    if (now_ns > s.now_ns) s.now_ns = now_ns;
     run_alpha_timer(s, now_ns);
     /* mlx5's rate_reduce_monitor_period: CNPs within it of the last cut
      * are absorbed by it */

@@ -255,4 +255,29 @@ TEST(dcqcn, pacer_follows_the_cut) {
     EXPECT_NEAR(got, 5'000, 60);
 }
 
+/* What was sent ahead of the clock at a low rate is paid at the new rate
+ * once it rises: a QP cut to the floor is not held for the time its last
+ * frames would have taken at that rate. */
+TEST(dcqcn, pacer_debt_follows_the_rate) {
+    cc_config c = paper_config(10'000);
+    c.rp.min_dec_factor_pct = 0;
+    c.rp.fast_recovery_steps = 5;
+    c.rp.byte_counter = 1ull << 40;
+    dcqcn_rp s;
+    dcqcn_init(s, c, 0);
+    for (uint64_t t = 0; t < 200'000; t += 5'000)
+        dcqcn_on_cnp(s, t); /* cut after cut, to the 1 Mb/s floor */
+    ASSERT_DOUBLE_EQ(s.rc, 1.0);
+    ASSERT_TRUE(cc_may_send(s, 200'000));
+    cc_on_sent(s, 4000); /* 32 ms of credit at 1 Mb/s */
+    const uint64_t debt = s.tat_ns - 200'000;
+    EXPECT_NEAR(double(debt), 32e6, 1e3);
+    /* five fast-recovery steps toward 10 Gb/s later the rate is ~9.7 Gb/s:
+     * the debt shrank with it */
+    s.rt = 10'000;
+    cc_may_send(s, 200'000 + 5 * c.rp.rate_increase_ns);
+    EXPECT_GT(s.rc, 9'000);
+    EXPECT_TRUE(cc_may_send(s, 200'000 + 5 * c.rp.rate_increase_ns + 1));
+}
+
 } // namespace
