@@ -367,6 +367,11 @@ void stack::print_counters(FILE *f) const {
             char label[16];
             std::snprintf(label, sizeof(label), "qp 0x%x", qp_num(q));
             dump(label, qp_counters_of(q), qp_counter_table, std::size(qp_counter_table));
+            const qp_cc_info cc = qp_cc_query(q);
+            if (cc.paced) /* the reaction point's rate (<uroce/cc.h>) */
+                std::fprintf(f, "  %s  rate %lu Mb/s target %lu Mb/s alpha %.4f%s\n", label,
+                             (unsigned long)cc.rate_mbps, (unsigned long)cc.target_mbps, cc.alpha,
+                             cc.dcqcn ? "" : " (line rate, no DCQCN)");
         });
     }
 }

@@ -27,7 +27,9 @@
  *
  * --paper uses the paper's reaction-point parameters (T = 55 us,
  * B = 10 MB, F = 5, R_AI = 40 Mb/s, R_HAI = 400 Mb/s) instead of mlx5's.
- * --trace writes the DCQCN run's per-flow rates every 100 us as CSV.
+ * --trace writes the DCQCN run's per-flow rates every 100 us as CSV;
+ * --pcap the frames the devices receive in its first 2 ms (data with CE
+ * marks, ACKs, CNPs; wall-clock timestamps).
  */
 #include <algorithm>
 #include <cmath>
@@ -40,6 +42,7 @@
 
 #include <rte_mbuf.h>
 
+#include <uroce/capture.h>
 #include <uroce/cc.h>
 #include <uroce/clock.h>
 #include <uroce/eal.h>
@@ -65,6 +68,7 @@ struct options {
     double cnp_us = -1; /* -1: the default (mlx5's 4 us; the paper's 50 us with --paper) */
     uint64_t buffer_override = 0;
     std::string trace;
+    std::string pcap; /* the DCQCN run's first 2 ms of received frames */
 };
 
 constexpr uint32_t msg_size = 64 * 1024;
@@ -272,6 +276,13 @@ run_result run(const options &o, bool dcqcn) {
     };
     bottleneck *bn = rx_port->bottleneck_model();
 
+    std::unique_ptr<pcap_writer> cap;
+    if (dcqcn && !o.pcap.empty()) {
+        std::string e;
+        cap = pcap_writer::open(o.pcap, e);
+        if (!cap) std::fprintf(stderr, "%s\n", e.c_str());
+    }
+    const uint64_t cap_end = t0 + 2'000'000;
     rte_mbuf *pk[64];
     unsigned turn = 0;
     while (clk.now_ns() < t_end) {
@@ -293,6 +304,7 @@ run_result run(const options &o, bool dcqcn) {
         unsigned moved = 0;
         {
             uint16_t k = rx.port->rx_burst(pk, 64);
+            if (cap && clk.now_ns() < cap_end) cap->write_burst(pk, k);
             if (k) rx.ctx->rx_burst(pk, k);
             moved += k + rx.ctx->poll();
         }
@@ -303,6 +315,7 @@ run_result run(const options &o, bool dcqcn) {
             const unsigned i = (f + turn) % o.flows;
             node &n = *tx[i];
             uint16_t k = n.port->rx_burst(pk, 64);
+            if (cap && clk.now_ns() < cap_end) cap->write_burst(pk, k);
             if (k) n.ctx->rx_burst(pk, k);
             moved += k + n.ctx->poll();
             wc wcs[16];
@@ -322,6 +335,7 @@ run_result run(const options &o, bool dcqcn) {
         if (!moved) clk.advance(step_ns);
     }
     if (trace) std::fclose(trace);
+    cap.reset();
 
     r.dcqcn = dcqcn;
     const double secs = o.ms / 1e3;
@@ -388,6 +402,8 @@ int main(int argc, char **argv) {
             o.timeout = uint8_t(std::stoul(v));
         else if (arg(i, argc, argv, "--trace", v))
             o.trace = v;
+        else if (arg(i, argc, argv, "--pcap", v))
+            o.pcap = v;
         else if (arg(i, argc, argv, "--cnp-us", v))
             o.cnp_us = std::stod(v);
         else if (std::strcmp(argv[i], "--paper") == 0)
@@ -396,7 +412,7 @@ int main(int argc, char **argv) {
             std::fprintf(stderr,
                          "usage: %s [--ms M] [--warmup-ms W] [--flows N] [--line G] "
                          "[--bottleneck G] [--buffer KB] [--delay US] [--timeout T] [--paper] "
-                         "[--cnp-us US] [--trace FILE]\n",
+                         "[--cnp-us US] [--trace FILE] [--pcap FILE]\n",
                          argv[0]);
             return 2;
         }
@@ -445,7 +461,7 @@ int main(int argc, char **argv) {
     row("link utilisation (wire bytes)", "%.3f", off.util_wire, on.util_wire);
     row("link utilisation (goodput)", "%.3f", off.util_goodput, on.util_goodput);
     row("CE marks", "%.0f", double(off.marked), double(on.marked));
-    row("CNPs sent / received", "%.0f", double(off.cnps_sent), double(on.cnps_sent));
+    row("CNPs sent", "%.0f", double(off.cnps_sent), double(on.cnps_sent));
     row("rate cuts", "%.0f", double(off.rate_cuts), double(on.rate_cuts));
     row("go-back-N retries", "%.0f", double(off.retransmits), double(on.retransmits));
     row("packets re-sent", "%.0f", double(off.retrans_pkts), double(on.retrans_pkts));
