@@ -89,6 +89,7 @@ struct qp_cc_info {
     bool dcqcn = false;       /* DCQCN drives the rate */
     uint64_t rate_mbps = 0;   /* current rate RC (0: unpaced) */
     uint64_t target_mbps = 0; /* target rate RT */
+    uint64_t lowest_mbps = 0; /* the lowest RC since the QP was created */
     double alpha = 0;         /* congestion estimate */
 };
 

@@ -12,6 +12,7 @@ namespace uroce {
 /* The pacer's cost per byte and its bucket depth follow the rate. */
 static void set_rate(dcqcn_rp &s, double mbps) {
     s.rc = mbps;
+    if (mbps < s.rc_lowest || s.rc_lowest == 0) s.rc_lowest = mbps;
     /* 8 bits per byte / (mbps bits per us) = 8000 / mbps ns per byte */
     uint64_t old = s.ns_per_byte_fp16;
     s.ns_per_byte_fp16 = uint64_t(std::llround(8000.0 * 65536.0 / mbps));

@@ -37,8 +37,9 @@ struct dcqcn_rp {
     /* ---- the state machine (slow path) */
     const dcqcn_params *p = nullptr;
     bool dcqcn = false;
-    double rc = 0; /* current rate, Mb/s */
-    double rt = 0; /* target rate, Mb/s */
+    double rc = 0;        /* current rate, Mb/s */
+    double rt = 0;        /* target rate, Mb/s */
+    double rc_lowest = 0; /* the lowest rc so far (telemetry) */
     double alpha = 0;
     uint64_t alpha_next_ns = ~0ull;
     uint64_t inc_next_ns = ~0ull;

@@ -239,6 +239,7 @@ qp_cc_info qp_cc_query(const qp *q) {
     if (q->cc.paced) {
         i.rate_mbps = uint64_t(q->cc.rc + 0.5);
         i.target_mbps = uint64_t(q->cc.rt + 0.5);
+        i.lowest_mbps = uint64_t(q->cc.rc_lowest + 0.5);
     }
     i.alpha = q->cc.alpha;
     return i;

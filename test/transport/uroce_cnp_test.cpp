@@ -273,6 +273,7 @@ TEST_F(cnp_pair, ce_marks_send_one_cnp_per_interval_and_cut_the_rate) {
     const qp_cc_info after = qp_cc_query(a.qp);
     EXPECT_EQ(after.rate_mbps, 50'000u);
     EXPECT_EQ(after.target_mbps, 100'000u);
+    EXPECT_EQ(after.lowest_mbps, 50'000u);
     EXPECT_EQ(a.ctx->counters().rx_icrc_errors, 0u);
     EXPECT_EQ(a.ctx->counters().rx_cnp_ignored, 0u);
     /* after the interval, the next marked frame sends the next CNP */
