@@ -54,7 +54,7 @@ namespace uroce {
     X(rd_atomic_evicted, "queued READ/atomic replays dropped to make room for a new request")      \
     X(ce_marks_rcvd, "frames received with the IP ECN field at CE (congestion on the way)")        \
     X(cnps_sent, "congestion notification packets sent to the peer QP")                            \
-    X(ce_no_cnp, "CE marks not answered: a CNP went within cnp_interval, UD, CNPs off, no mbuf")   \
+    X(ce_no_cnp, "CE marks not answered: CNP within cnp_interval, UD, no path, CNPs off, no mbuf") \
     X(cnps_rcvd, "congestion notification packets received")                                       \
     X(rate_cuts, "DCQCN rate cuts")                                                                \
     X(completions, "work completions written")                                                     \

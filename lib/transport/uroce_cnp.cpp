@@ -71,7 +71,11 @@ void cnp_on_ce(device *d, qp *q) {
     const cc_config &cc = d->config().cc;
     /* UD: the sender is named per datagram (DETH), not by a connection, and
      * a CNP to it would need an address handle; mlx5 does not answer UD either */
-    if (!cc.cnp || q->type == qp_type::ud) {
+    /* before RTR the QP has no path (its header template is empty): the
+     * frame is dropped by the state check after this, and no CNP can go */
+    const bool has_path = q->state == qp_state::rtr || q->state == qp_state::rts ||
+                          q->state == qp_state::sqd || q->state == qp_state::sqe;
+    if (!cc.cnp || q->type == qp_type::ud || !has_path) {
         ++q->cnt.ce_no_cnp;
         return;
     }

@@ -309,6 +309,32 @@ TEST_F(cnp_pair, cnps_off_counts_the_marks_only) {
     EXPECT_EQ(cnp_ba, 0u);
 }
 
+/* A CE-marked frame for a QP that has no path yet (INIT) is counted and
+ * dropped; no CNP is built from its empty header template. */
+TEST_F(cnp_pair, ce_before_rtr_sends_nothing) {
+    setup_pair();
+    qp *fresh = make_qp(b);
+    qp_attr at;
+    at.qp_state = qp_state::init;
+    at.qp_access_flags = access_remote_write;
+    ASSERT_EQ(modify_qp(fresh, at,
+                        qp_attr_state | qp_attr_pkey_index | qp_attr_port | qp_attr_access_flags),
+              verbs_error::ok);
+    bth_fields bf;
+    bf.opcode = to_u8(ib_opcode::rc_send_only);
+    bf.dest_qp = qp_num(fresh);
+    rte_mbuf *m = pkt_build(test_pool(), a.qp->hdr, bf, ext_fields{}, nullptr, 0, 1);
+    ASSERT_NE(m, nullptr);
+    ASSERT_TRUE(frame_mark_ce(m));
+    const uint64_t tx_before = link->stats().tx;
+    b.ctx->rx_burst(&m, 1);
+    b.ctx->poll();
+    EXPECT_EQ(fresh->cnt.ce_marks_rcvd, 1u);
+    EXPECT_EQ(fresh->cnt.ce_no_cnp, 1u);
+    EXPECT_EQ(fresh->cnt.cnps_sent, 0u);
+    EXPECT_EQ(link->stats().tx, tx_before);
+}
+
 /* A CNP from an address that is not the QP's peer is refused like any
  * other frame (the connected QP's source check). */
 TEST_F(cnp_pair, cnp_from_another_address_is_dropped) {
