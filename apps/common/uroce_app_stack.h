@@ -45,6 +45,7 @@ struct stack_options {
     std::optional<rte_ether_addr> mac;
     uint32_t link_mtu = 0; /* 0: the PMD's */
     std::string pcap;
+    cc_config cc;               /* ECN, CNPs, DCQCN (--dcqcn, --no-ecn, --cnp-interval) */
     std::string name = "uroce"; /* telemetry and pool names */
     unsigned shards = 1;
     /* With shards: the stack runs shards 1.. on the worker lcores (each a
@@ -160,6 +161,9 @@ inline void stack::linger(std::chrono::milliseconds idle, std::chrono::milliseco
     }
 }
 
+/* SIGUSR1 asks for a counter dump; apps call this from their loops. */
+void maybe_print_counters(const stack &st);
+
 /* Blocking control work (the TCP exchanges, which may wait seconds) runs on
  * a control thread while the stack's thread keeps polling, so ARP, ND and
  * ping are answered meanwhile, as the kernel would. Anything the control
@@ -177,6 +181,7 @@ class control_runner {
         while (done.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
             st_.poll();
             serve();
+            maybe_print_counters(st_);
         }
         worker.join();
         return done.get();
@@ -211,9 +216,6 @@ class control_runner {
     std::mutex mu_;
     std::function<void()> pending_;
 };
-
-/* SIGUSR1 asks for a counter dump; apps call this from their loops. */
-void maybe_print_counters(const stack &st);
 
 } // namespace uroce::app
 

@@ -689,7 +689,10 @@ int run_remote(options &o) {
              * (perftest_resources.h, increase_rem_addr), so each QP's region
              * must span the negotiated cycle_buffer, not just one message. */
             p.max_size = std::max<uint64_t>(p.max_size, n.cycle_buffer);
-            ep = std::make_unique<endpoint>(*st, p, [&] { st->poll(); });
+            ep = std::make_unique<endpoint>(*st, p, [&] {
+                st->poll();
+                app::maybe_print_counters(*st); /* SIGUSR1 */
+            });
             return ep->create();
         });
         if (!e.empty()) return oob::make_error(oob::errc::callback, e);

@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <functional>
 
+#include <uroce/cc.h>
 #include <uroce/counters.h>
 #include <uroce/gid.h>
 
@@ -413,6 +414,8 @@ struct device_config {
      * waiting out the local ACK timeout. Spec-conforming toward any peer;
      * false leaves only the timeout, as rxe. */
     bool tail_loss_probe = true;
+    /* ECN marking, CNPs and DCQCN (<uroce/cc.h>, doc/congestion.md). */
+    cc_config cc;
 };
 
 /* Open a device (ibv_open_device). The device owns every object created on it. */

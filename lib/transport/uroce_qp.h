@@ -11,6 +11,8 @@
 
 #include <uroce/build.h>
 #include <uroce/counters.h>
+#include "uroce_cnp.h"
+#include "uroce_dcqcn.h"
 #include "uroce_mr.h"
 #include <uroce/parse.h>
 #include "uroce_pkt.h"
@@ -204,6 +206,10 @@ struct qp {
     timer_node rnr_timer;
     timer_node probe_timer;
     qp_counters cnt;
+    /* congestion control: the reaction point (pacing the requester) and
+     * the notification point (CNPs to the peer) */
+    dcqcn_rp cc;
+    cnp_np_state np;
 
     /* device scheduling list */
     bool scheduled = false;

@@ -67,10 +67,6 @@ void device::rx_one(rte_mbuf *m) {
         ++cnt_.rx_icrc_errors;
         return;
     }
-    if (p.info->transport == ib_transport::cnp) { /* no congestion control (yet) */
-        ++cnt_.rx_cnp_ignored;
-        return;
-    }
     gid dst =
         p.ip_version == 4 ? gid::from_ipv4(p.ipv4()->dst_addr()) : gid::from_bytes(p.ipv6()->dst);
     if (!has_gid(dst)) {
@@ -82,7 +78,8 @@ void device::rx_one(rte_mbuf *m) {
         ++cnt_.rx_no_qp;
         return;
     }
-    if (!transport_matches(p.info->transport, q->type)) {
+    const bool is_cnp = p.info->transport == ib_transport::cnp;
+    if (!is_cnp && !transport_matches(p.info->transport, q->type)) {
         ++cnt_.rx_wrong_transport;
         return;
     }
@@ -95,6 +92,12 @@ void device::rx_one(rte_mbuf *m) {
         ++cnt_.rx_bad_pkey;
         return;
     }
+    if (is_cnp) [[unlikely]] { /* DCQCN's reaction point (uroce_cnp.cpp) */
+        cnp_rcv(this, q);
+        return;
+    }
+    if (frame_ecn(p) == ecn_ce) [[unlikely]] /* DCQCN's notification point */
+        cnp_on_ce(this, q);
     if (p.info->has(op_flag::request))
         resp_rcv(q, p, m);
     else

@@ -344,7 +344,9 @@ static bool send_one(qp *q, send_wqe &w) {
         else
             ++q->req.pkts_since_ack_req;
     }
+    uint32_t frame_len = m->pkt_len;
     d->tx(m);
+    if (q->cc.paced) cc_on_sent(q->cc, frame_len);
     ++q->cnt.tx_pkts;
     q->cnt.tx_bytes += payload;
     const bool resend = q->type == qp_type::rc && psn_diff(psn, q->req.max_psn_sent) < 0;
@@ -417,6 +419,8 @@ unsigned req_process(qp *q, unsigned budget) {
     if (q->req.need_retry) do_retry(q);
     if (q->req.rnr_wait) return 0;
     unsigned sent = 0;
+    /* DCQCN / line-rate pacing (uroce_dcqcn.h): one clock read per turn */
+    const uint64_t now = q->cc.paced ? q->dev->now_ns() : 0;
     uint32_t max_rd = q->attr.max_rd_atomic ? q->attr.max_rd_atomic : 1;
     while (sent < budget && q->req.wqe != q->sq_head) {
         /* SQD: finish the WQE in progress, start no new one (IBTA 10.3.1.6). */
@@ -425,6 +429,7 @@ unsigned req_process(qp *q, unsigned budget) {
             break;
         if (q->type == qp_type::rc && psn_diff(q->req.psn, q->comp.psn) >= int32_t(q->loss.window))
             break;
+        if (q->cc.paced && !cc_may_send(q->cc, now)) break;
         send_wqe &w = sq_at(q, q->req.wqe);
         if (w.state == wqe_state::error) break;
         const wr_opcode_info &op = wr_opcode_lookup(w.opcode);

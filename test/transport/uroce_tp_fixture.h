@@ -86,6 +86,7 @@ class pair_fixture : public ::testing::Test {
     endpoint a, b;
     pair_options opt;
     uint64_t idle_step_ns = 50'000;
+    cc_config cc_cfg; /* both devices' congestion control (<uroce/cc.h>) */
 
     void make_link(const memlink_config &cfg = {}) {
         link = std::make_unique<memlink>(cfg, &clk);
@@ -102,6 +103,7 @@ class pair_fixture : public ::testing::Test {
         cfg.clock = &clk;
         cfg.seed = seed;
         cfg.tail_loss_probe = opt.tail_loss_probe;
+        cfg.cc = cc_cfg;
         verbs_error err;
         e.ctx = open_device(cfg, &err);
         ASSERT_NE(e.ctx, nullptr) << verbs_error_str(err);
