@@ -55,12 +55,12 @@ TEST(opcode, extension_lengths_match_rxe) {
         {0x65, 12},
         {0x81, 16},
         /* uroce's selective repeat (manufacturer-specific range, not rxe's):
-         * SR WRITE MIDDLE/LAST = RETH, LAST_IMM = RETH + ImmDt, SACK = AETH +
-         * 16-byte bitmap */
+         * SR WRITE FIRST/MIDDLE/LAST/ONLY = RETH, SACK = AETH + 16-byte bitmap */
         {0xc0, 16},
         {0xc1, 16},
-        {0xc2, 20},
-        {0xc3, 20},
+        {0xc2, 16},
+        {0xc3, 16},
+        {0xc4, 20},
     };
     size_t valid = 0;
     for (int op = 0; op < 256; op++) {
