@@ -61,7 +61,16 @@ namespace uroce {
     X(error_completions, "work completions with an error status")                                  \
     X(tlp_probes, "tail-loss probes: unacknowledged packets re-sent with AckReq after RTTs of "    \
                   "silence (not retries)")                                                         \
-    X(tlp_recoveries, "forward progress after a tail-loss probe, before the ACK timeout")
+    X(tlp_recoveries, "forward progress after a tail-loss probe, before the ACK timeout")          \
+    X(sr_placed, "selective repeat: WRITE packets placed ahead of the expected PSN")               \
+    X(sr_held_back, "selective repeat: packets ahead of the expected PSN not placed (SEND, READ, " \
+                    "atomic, immediate; resent when the SACK shows them missing)")                 \
+    X(sr_refused, "selective repeat: out-of-order packets refused (R_Key, access, length, "        \
+                  "beyond the window, or a selective-repeat opcode on a QP without it)")           \
+    X(sacks_sent, "selective repeat: SACKs sent")                                                  \
+    X(sacks_rcvd, "selective repeat: SACKs received")                                              \
+    X(sack_refused, "selective repeat: SACKs refused (QP without it, or for PSNs never sent)")     \
+    X(sack_resends, "selective repeat: packets re-sent because a SACK showed them missing")
 
 #define UROCE_DEV_COUNTERS(X)                                                                      \
     X(rx_pkts, "frames handed to rx_burst")                                                        \

@@ -401,6 +401,14 @@ void comp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
         ++q->cnt.state_drops;
         return;
     }
+    if (p.opcode == to_u8(ib_opcode::sr_sack)) {
+        sack_rcv(q, p, m); /* selective repeat (uroce_sack.cpp) */
+        return;
+    }
+    comp_rcv_response(q, p, m);
+}
+
+void comp_rcv_response(qp *q, const roce_packet &p, rte_mbuf *m) {
     const uint32_t psn = p.psn();
     if (!check_psn(q, psn)) return;
     /* A response for an outstanding PSN shows the responder alive and
@@ -414,7 +422,7 @@ void comp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
         loss_on_response(q);
     }
     const uint8_t syndrome = p.aeth() ? p.aeth()->syndrome : 0;
-    const bool is_ack = p.opcode == to_u8(ib_opcode::rc_acknowledge);
+    const bool is_ack = p.info->has(op_flag::ack); /* ACKNOWLEDGE, or a SACK's ACK part */
     const bool positive_ack = is_ack && aeth_syndrome::type(syndrome) == aeth_syndrome::type_ack;
     if (positive_ack) ++q->cnt.rx_acks;
 

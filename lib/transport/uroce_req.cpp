@@ -290,7 +290,14 @@ static build_status build_req_pkt(qp *q, const send_wqe &w, uint32_t psn, uint64
         payload = last_pkt ? uint32_t(rem) : q->mtu;
         if (!local_range_ok(q, w, off, payload)) return build_status::local_access;
         b.opcode = pick_opcode(q->type, w.opcode, first, last_pkt);
-        if (first) {
+        if (q->attr.selective_repeat && w.opcode == wr_opcode::rdma_write) {
+            /* selective repeat: every WRITE packet says where it goes, so
+             * the responder can place it out of order (uroce_sack.cpp) */
+            b.opcode = sr_write_opcode(first, last_pkt);
+            x.va = w.remote_addr + off;
+            x.rkey = w.rkey;
+            x.dma_length = sr_place::make(uint32_t(off / q->mtu), w.sr_independent);
+        } else if (first) {
             x.va = w.remote_addr;
             x.rkey = w.rkey;
             x.dma_length = uint32_t(w.length);
@@ -450,6 +457,7 @@ unsigned req_process(qp *q, unsigned budget) {
             if (!op.has(wr_flag::atomic) && q->type != qp_type::ud)
                 npsn = w.length == 0 ? 1 : (w.length + q->mtu - 1) / q->mtu;
             w.last_psn = psn_add(w.first_psn, uint32_t(npsn - 1));
+            w.sr_independent = q->attr.selective_repeat && sr_independent(q, q->req.wqe);
             if (op.has_any(wr_flag::read_or_atomic) && !w.rd_counted) {
                 w.rd_counted = true;
                 ++q->req.rd_atomic_outstanding;

@@ -54,6 +54,10 @@ static void set_ack(qp *q, uint8_t syndrome, uint32_t psn) {
     q->dev->schedule(q);
 }
 
+void resp_queue_ack(qp *q, uint8_t syndrome, uint32_t psn) {
+    set_ack(q, syndrome, psn);
+}
+
 static bool send_ack_pkt(qp *q, uint8_t syndrome, uint32_t psn, uint32_t msn) {
     device *d = q->dev;
     bth_fields b;
@@ -422,7 +426,7 @@ static inline bool check_op_valid(const qp *q, const opcode_info &info) {
     const unsigned access = q->attr.qp_access_flags;
     if (info.has(op_flag::send)) return true;
     if (info.has(op_flag::write))
-        return !info.has(op_flag::first) || (access & access_remote_write);
+        return !info.has_any(op_flag::first | op_flag::vendor) || (access & access_remote_write);
     if (q->type != qp_type::rc) return false;
     if (info.has(op_flag::read)) return access & access_remote_read;
     if (info.has(op_flag::atomic)) return access & access_remote_atomic;
@@ -536,6 +540,10 @@ static void rcv_send(qp *q, const roce_packet &p, rte_mbuf *m) {
  * the writes. */
 static bool check_write_rkey(qp *q, const roce_packet &p) {
     auto &r = q->resp;
+    if (p.info->has(op_flag::vendor)) { /* selective repeat: the packet's own range */
+        const reth *h = p.reth();
+        return check_rkey(q, h->rkey(), access_remote_write, h->va(), p.payload_len);
+    }
     if (p.info->has(op_flag::first)) {
         const reth *h = p.reth();
         uint64_t va = h->va(), len = h->dma_length();
@@ -553,15 +561,15 @@ static bool check_write_rkey(qp *q, const roce_packet &p) {
 /* The packets of a WRITE add up to exactly its DMA length. */
 static inline bool check_write_length(const qp *q, const roce_packet &p) {
     const auto &r = q->resp;
+    if (p.info->has(op_flag::vendor)) return true; /* selective repeat: its own RETH's range */
     if (r.write_off + p.payload_len > r.write_len) return false;
     return !p.info->has(op_flag::last) || r.write_off + p.payload_len == r.write_len;
 }
 
 static inline void execute_write(qp *q, const roce_packet &p, rte_mbuf *m) {
     auto &r = q->resp;
-    if (p.payload_len)
-        pkt_copy_payload(p, m, 0, reinterpret_cast<uint8_t *>(r.write_va + r.write_off),
-                         p.payload_len);
+    const uint64_t va = p.info->has(op_flag::vendor) ? p.reth()->va() : r.write_va + r.write_off;
+    if (p.payload_len) pkt_copy_payload(p, m, 0, reinterpret_cast<uint8_t *>(va), p.payload_len);
     r.write_off += p.payload_len;
     r.in_msg = p.info->has(op_flag::last) ? r.none : r.write;
 }
@@ -693,6 +701,15 @@ void resp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
         ud_rcv(q, p, m);
         return;
     }
+    if (p.info->has(op_flag::vendor) && !q->attr.selective_repeat) {
+        ++q->cnt.sr_refused; /* an opcode this QP never agreed to: as unknown */
+        return;
+    }
+    if (q->attr.selective_repeat && psn_diff(p.psn(), q->resp.psn) > 0) {
+        sr_rcv_ahead(q, p, m); /* kept or not, never a PSN sequence NAK */
+        return;
+    }
+    const uint32_t epsn = q->resp.psn;
     switch (check_psn(q, p)) {
     case psn_verdict::in_order:
         break;
@@ -720,6 +737,7 @@ void resp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
         rcv_read(q, p);
     else
         rcv_atomic(q, p);
+    if (q->attr.selective_repeat) sr_advance(q, epsn);
 }
 
 /* Stream queued READ responses and atomic ACKs, then the coalesced ACK. */
@@ -789,7 +807,9 @@ unsigned resp_process(qp *q, unsigned budget) {
         }
     }
     if (r.reply_fifo_tail == r.reply_fifo_head && r.ack_pending && sent < budget) {
-        if (send_ack_pkt(q, r.ack_syndrome, r.ack_psn, r.msn)) {
+        const bool sr_ack = q->attr.selective_repeat &&
+                            aeth_syndrome::type(r.ack_syndrome) == aeth_syndrome::type_ack;
+        if (sr_ack ? sr_send_ack(q) : send_ack_pkt(q, r.ack_syndrome, r.ack_psn, r.msn)) {
             r.ack_pending = false;
             ++sent;
         }

@@ -76,7 +76,8 @@ struct pair_options {
     uint32_t psn_b = 0xfffff0; /* near the wrap */
     int cqe = 4096;
     bool ipv6 = false;
-    bool tail_loss_probe = true; /* device_config::tail_loss_probe */
+    bool tail_loss_probe = true;   /* device_config::tail_loss_probe */
+    bool selective_repeat = false; /* RC: qp_attr::selective_repeat on both QPs */
 };
 
 class pair_fixture : public ::testing::Test {
@@ -193,6 +194,10 @@ class pair_fixture : public ::testing::Test {
                 at.max_dest_rd_atomic = opt.max_rd_atomic;
                 at.min_rnr_timer = opt.min_rnr_timer;
                 mask |= qp_attr_max_dest_rd_atomic | qp_attr_min_rnr_timer;
+                if (opt.selective_repeat) {
+                    at.selective_repeat = 1;
+                    mask |= qp_attr_selective_repeat;
+                }
             }
         }
         ASSERT_EQ(modify_qp(q, at, mask), verbs_error::ok);
