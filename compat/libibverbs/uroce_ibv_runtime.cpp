@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "uroce_ibv_runtime.h"
 
+#include "uroce_ibv_intr_gate.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -126,6 +128,7 @@ bool runtime::start(std::string &err, int &errno_out) {
         errno_out = ENODEV;
         return false;
     }
+    gate_intr_ = !cfg_.vdevs.empty() && cfg_.vdevs[0].rfind("net_memif", 0) == 0;
     next_link_check_ns_ = 0;
     progress_ = std::thread([this] { progress_loop(); });
     return true;
@@ -136,12 +139,23 @@ void runtime::stop() {
     if (progress_.joinable()) progress_.join();
     {
         std::lock_guard<std::mutex> lock(mu_);
+        /* No memif disconnect on the interrupt thread while we linger and
+         * close the port (after one it was handling finishes). */
+        if (gate_intr_) intr_parked_ = intr_gate::instance().park(gate_timeout);
         /* The peer may still be retransmitting its last request, waiting
          * for our ACK: answer until the link is quiet (app::stack::linger). */
         st_->linger(std::chrono::milliseconds(100), std::chrono::milliseconds(1000));
-        if (cfg_.print_counters) st_->print_counters(stderr);
+        if (cfg_.print_counters) {
+            st_->print_counters(stderr);
+            if (gate_intr_)
+                std::fprintf(stderr, "compat.intr_gate windows %llu park_timeouts %llu\n",
+                             (unsigned long long)intr_gate::instance().windows(),
+                             (unsigned long long)intr_gate::instance().park_timeouts());
+        }
+        st_.reset();
+        if (gate_intr_) intr_gate::instance().release();
+        intr_parked_ = false;
     }
-    st_.reset();
 }
 
 void runtime::progress_loop() {
@@ -179,13 +193,34 @@ void runtime::progress_loop() {
     if (registered) rte_thread_unregister();
 }
 
+void runtime::gate_window_locked() {
+    intr_gate &g = intr_gate::instance();
+    if (intr_parked_) {
+        /* Nobody polls now: the interrupt thread handles what memif's
+         * control channel brought (a disconnect, maybe). */
+        g.release();
+        g.count_window();
+        intr_parked_ = false;
+    }
+}
+
 unsigned runtime::drive_locked() {
     const bool threaded = cfg_.progress == progress_mode::thread;
     unsigned n = 0;
+    /* memif: while the link is down the interrupt thread may be midway
+     * through a disconnect (it marks the link down first, unmaps the rings
+     * after), so the port is not polled: nothing could go out anyway. Once
+     * the link is up, the thread is parked while we poll (if it does not
+     * park in time we poll regardless, as without the gate). */
+    bool poll_port = true;
+    if (gate_intr_ && !intr_parked_) {
+        poll_port = st_->port().link_up();
+        if (poll_port) intr_parked_ = intr_gate::instance().park(gate_timeout);
+    }
     if (threaded)
         for (compat_cq *c : cqs_)
             n += c->ch->serve();
-    const unsigned port = st_->poll();
+    const unsigned port = poll_port ? st_->poll() : 0;
     if (threaded && port)
         for (compat_cq *c : cqs_)
             n += c->ch->serve();
@@ -195,6 +230,7 @@ unsigned runtime::drive_locked() {
     last_drive_ns_.store(now, std::memory_order_relaxed);
     if (now >= next_link_check_ns_) {
         next_link_check_ns_ = now + 100'000'000ull;
+        if (gate_intr_) gate_window_locked();
         check_link_locked();
     }
     return n;

@@ -48,6 +48,8 @@ class runtime {
      * and what keeps a machine with more spinning threads than CPUs moving
      * (doc/compat.md, "Threading and progress"). */
     static constexpr unsigned idle_spins_before_yield = 256;
+    /* How long to wait for EAL's interrupt thread to park (memif). */
+    static constexpr std::chrono::milliseconds gate_timeout{500};
 
     /* The configuration is usable (ibv_get_device_list); false: reported. */
     static bool config_ok();
@@ -102,6 +104,13 @@ class runtime {
     void check_events_locked();
     void check_link_locked();
     void signal_cq(compat_cq *cq);
+    /* memif: park EAL's interrupt thread while the link is up and we poll,
+     * with a window at each link check (uroce_ibv_intr_gate.h). */
+    void gate_window_locked();
+
+    /* The port is a net_memif: its link goes down on EAL's interrupt thread. */
+    bool gate_intr_ = false;
+    bool intr_parked_ = false;
 
     env_config cfg_;
     std::unique_ptr<app::stack> st_;
