@@ -10,7 +10,9 @@
 #include <cstring>
 #include <ctime>
 #include <sched.h>
+#include <linux/futex.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <rte_lcore.h>
@@ -173,13 +175,15 @@ void runtime::progress_loop() {
                 std::lock_guard<std::mutex> lock(mu_);
                 moved = drive_locked();
             }
-            /* Idle for a while: let the other threads of this CPU run (the
-             * application's, when threads outnumber CPUs), as a kernel
-             * provider's interrupt would. */
+            progress_ns_.store(monotonic_ns(), std::memory_order_relaxed);
+            /* Idle for a while: nap, so the application's threads get the
+             * CPU when threads outnumber CPUs (they drive the stack
+             * themselves meanwhile, help_drive), as a kernel provider
+             * sleeps until an interrupt. */
             idle = moved ? 0 : idle + 1;
-            if (idle >= idle_spins_before_yield) {
+            if (idle >= idle_spins_before_nap) {
                 idle = 0;
-                sched_yield();
+                nap();
             }
         } else {
             timespec ts{0, long(drive_idle_ns)};
@@ -202,6 +206,20 @@ void runtime::gate_window_locked() {
         g.count_window();
         intr_parked_ = false;
     }
+}
+
+void runtime::nap() {
+    napping_.store(1, std::memory_order_seq_cst);
+    const timespec ts{0, long(nap_ns)};
+    /* Returns at once if a post already cleared the word (kick). */
+    syscall(SYS_futex, reinterpret_cast<uint32_t *>(&napping_), FUTEX_WAIT_PRIVATE, 1u, &ts,
+            nullptr, 0);
+    napping_.store(0, std::memory_order_relaxed);
+}
+
+void runtime::wake_progress() {
+    syscall(SYS_futex, reinterpret_cast<uint32_t *>(&napping_), FUTEX_WAKE_PRIVATE, 1, nullptr,
+            nullptr, 0);
 }
 
 unsigned runtime::drive_locked() {
