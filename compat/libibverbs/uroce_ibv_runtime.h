@@ -151,7 +151,7 @@ class runtime {
     std::vector<compat_context *> contexts_;
     std::atomic<unsigned> armed_{0}; /* arms since the last check: 0 = nothing to look at */
     std::atomic<uint64_t> last_drive_ns_{0};
-    std::atomic<uint32_t> napping_{0}; /* futex word: 1 while the progress thread naps */
+    std::atomic<uint32_t> napping_{0};     /* futex word: 1 while the progress thread naps */
     std::atomic<uint64_t> progress_ns_{0}; /* the progress thread's last iteration */
     uint64_t next_link_check_ns_ = 0;
     bool link_up_ = false;
