@@ -284,6 +284,9 @@ verbs_error qp_modify(qp *q, const qp_attr &a, unsigned mask) {
     if (!qp_modify_is_ok(cur, next, q->type, mask)) return verbs_error::inval;
     verbs_error e = validate_values(q, a, mask);
     if (e != verbs_error::ok) return e;
+    /* QP1's Q_Key is the GSI's (IBTA 13.4.6.1). */
+    if (q->qpn == gsi_qp_num && (mask & qp_attr_qkey) && a.qkey != gsi_qp_qkey)
+        return verbs_error::inval;
 
     roce_path path = q->path;
     if (mask & qp_attr_av) {

@@ -34,6 +34,9 @@ inline constexpr uint32_t max_rd_atomic_limit = 128;
 inline constexpr uint32_t max_msg_size = 1u << 31;
 inline constexpr uint32_t resp_burst = 64; /* read-response packets per QP per poll */
 inline constexpr uint32_t req_burst = 64;  /* request packets per QP per poll */
+/* The GSI QP (IBTA 3.5.3, 13.4.6.1): QPN 1, its well-known Q_Key fixed. */
+inline constexpr uint32_t gsi_qp_num = 1;
+inline constexpr uint32_t gsi_qp_qkey = 0x80010000u;
 
 enum class wqe_state : uint8_t { posted, issued, done, error };
 

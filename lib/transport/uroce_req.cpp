@@ -242,6 +242,7 @@ static bool send_one(qp *q, send_wqe &w) {
     uint32_t npsn = 1;
     bool last_pkt = true;
     const hdr_template *hdr = &q->hdr;
+    hdr_template ud_hdr;
     uint32_t psn = q->req.psn;
     const wr_opcode_info &op = wr_opcode_lookup(w.opcode);
 
@@ -254,7 +255,13 @@ static bool send_one(qp *q, send_wqe &w) {
         x.src_qp = q->qpn;
         x.imm_raw = w.imm_data;
         payload = uint32_t(w.length);
-        hdr = &w.ah->hdr;
+        /* The AH's headers with the QP's own UDP source port: rxe sends a UD
+         * QP's datagrams (QP1's MADs too) from 0xC000 + hash_32(qpn, 14),
+         * whatever the AH (rxe_qp.c src_port; ud_udp_sport()). */
+        ud_hdr = w.ah->hdr;
+        reinterpret_cast<udp_hdr *>(ud_hdr.bytes + ud_hdr.l2_len + ud_hdr.l3_len)
+            ->set_src_port(q->path.udp_sport);
+        hdr = &ud_hdr;
         if (!local_range_ok(q, w, 0, payload)) {
             fail_wqe_local_access(q, w);
             return false;
