@@ -2,6 +2,7 @@
 #include "uroce_ibv_runtime.h"
 
 #include "uroce_ibv_intr_gate.h"
+#include "uroce_ibv_rdmacm.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -147,6 +148,12 @@ void runtime::stop() {
         /* The peer may still be retransmitting its last request, waiting
          * for our ACK: answer until the link is quiet (app::stack::linger). */
         st_->linger(std::chrono::milliseconds(100), std::chrono::milliseconds(1000));
+        /* librdmacm's CM goes before the stack (its QP1 and its hook in
+         * the engine), after the linger: the last MADs it queued (a DREP
+         * answering the peer's DREQ) go out while we linger. */
+        for (auto &[fn, arg] : stop_hooks_)
+            fn(arg);
+        stop_hooks_.clear();
         if (cfg_.print_counters) {
             st_->print_counters(stderr);
             if (gate_intr_)
@@ -343,6 +350,24 @@ void runtime::add_context_locked(compat_context *c) {
 
 void runtime::remove_context_locked(compat_context *c) {
     contexts_.erase(std::remove(contexts_.begin(), contexts_.end(), c), contexts_.end());
+}
+
+/* ---------------------------------------------------------------- for librdmacm */
+
+runtime *rdmacm_runtime(ibv_context *ctx) {
+    return to_ctx(ctx)->rt;
+}
+void rdmacm_lock(ibv_context *ctx) {
+    to_ctx(ctx)->rt->lock();
+}
+void rdmacm_unlock(ibv_context *ctx) {
+    to_ctx(ctx)->rt->unlock();
+}
+uroce::engine *rdmacm_engine(ibv_context *ctx) {
+    return &to_ctx(ctx)->rt->st().eng();
+}
+void rdmacm_add_stop_hook(ibv_context *ctx, void (*fn)(void *), void *arg) {
+    to_ctx(ctx)->rt->add_stop_hook_locked(fn, arg);
 }
 
 } // namespace uroce::compat

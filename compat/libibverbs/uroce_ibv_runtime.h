@@ -26,6 +26,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <uroce/mac.h>
@@ -108,6 +109,16 @@ class runtime {
     void kick() {
         if (napping_.load(std::memory_order_relaxed) && napping_.exchange(0)) wake_progress();
     }
+    /* The lock as guard takes it, for compat's librdmacm (uroce_ibv_rdmacm.h). */
+    void lock() {
+        waiters_.fetch_add(1, std::memory_order_relaxed);
+        mu_.lock();
+        waiters_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    void unlock() { mu_.unlock(); }
+    /* fn(arg) when the stack stops, the lock held (lock held to add). */
+    void add_stop_hook_locked(void (*fn)(void *), void *arg) { stop_hooks_.push_back({fn, arg}); }
+
     /* The peer's MAC through ARP/ND, driving the stack while waiting (lock held). */
     std::optional<mac_addr> resolve_locked(const gid &g, std::chrono::milliseconds timeout);
 
@@ -149,6 +160,7 @@ class runtime {
     std::thread progress_;
     std::vector<compat_cq *> cqs_;
     std::vector<compat_context *> contexts_;
+    std::vector<std::pair<void (*)(void *), void *>> stop_hooks_;
     std::atomic<unsigned> armed_{0}; /* arms since the last check: 0 = nothing to look at */
     std::atomic<uint64_t> last_drive_ns_{0};
     std::atomic<uint32_t> napping_{0};     /* futex word: 1 while the progress thread naps */
