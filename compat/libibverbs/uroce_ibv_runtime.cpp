@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "uroce_ibv_runtime.h"
 
+#include "uroce_ibv_intr_gate.h"
+#include "uroce_ibv_rdmacm.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -8,7 +11,9 @@
 #include <cstring>
 #include <ctime>
 #include <sched.h>
+#include <linux/futex.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <rte_lcore.h>
@@ -126,6 +131,7 @@ bool runtime::start(std::string &err, int &errno_out) {
         errno_out = ENODEV;
         return false;
     }
+    gate_intr_ = !cfg_.vdevs.empty() && cfg_.vdevs[0].rfind("net_memif", 0) == 0;
     next_link_check_ns_ = 0;
     progress_ = std::thread([this] { progress_loop(); });
     return true;
@@ -136,12 +142,29 @@ void runtime::stop() {
     if (progress_.joinable()) progress_.join();
     {
         std::lock_guard<std::mutex> lock(mu_);
+        /* No memif disconnect on the interrupt thread while we linger and
+         * close the port (after one it was handling finishes). */
+        if (gate_intr_) intr_parked_ = intr_gate::instance().park(gate_timeout);
         /* The peer may still be retransmitting its last request, waiting
          * for our ACK: answer until the link is quiet (app::stack::linger). */
         st_->linger(std::chrono::milliseconds(100), std::chrono::milliseconds(1000));
-        if (cfg_.print_counters) st_->print_counters(stderr);
+        /* librdmacm's CM goes before the stack (its QP1 and its hook in
+         * the engine), after the linger: the last MADs it queued (a DREP
+         * answering the peer's DREQ) go out while we linger. */
+        for (auto &[fn, arg] : stop_hooks_)
+            fn(arg);
+        stop_hooks_.clear();
+        if (cfg_.print_counters) {
+            st_->print_counters(stderr);
+            if (gate_intr_)
+                std::fprintf(stderr, "compat.intr_gate windows %llu park_timeouts %llu\n",
+                             (unsigned long long)intr_gate::instance().windows(),
+                             (unsigned long long)intr_gate::instance().park_timeouts());
+        }
+        st_.reset();
+        if (gate_intr_) intr_gate::instance().release();
+        intr_parked_ = false;
     }
-    st_.reset();
 }
 
 void runtime::progress_loop() {
@@ -159,13 +182,15 @@ void runtime::progress_loop() {
                 std::lock_guard<std::mutex> lock(mu_);
                 moved = drive_locked();
             }
-            /* Idle for a while: let the other threads of this CPU run (the
-             * application's, when threads outnumber CPUs), as a kernel
-             * provider's interrupt would. */
+            progress_ns_.store(monotonic_ns(), std::memory_order_relaxed);
+            /* Idle for a while: nap, so the application's threads get the
+             * CPU when threads outnumber CPUs (they drive the stack
+             * themselves meanwhile, help_drive), as a kernel provider
+             * sleeps until an interrupt. */
             idle = moved ? 0 : idle + 1;
-            if (idle >= idle_spins_before_yield) {
+            if (idle >= idle_spins_before_nap) {
                 idle = 0;
-                sched_yield();
+                nap();
             }
         } else {
             timespec ts{0, long(drive_idle_ns)};
@@ -179,13 +204,48 @@ void runtime::progress_loop() {
     if (registered) rte_thread_unregister();
 }
 
+void runtime::gate_window_locked() {
+    intr_gate &g = intr_gate::instance();
+    if (intr_parked_) {
+        /* Nobody polls now: the interrupt thread handles what memif's
+         * control channel brought (a disconnect, maybe). */
+        g.release();
+        g.count_window();
+        intr_parked_ = false;
+    }
+}
+
+void runtime::nap() {
+    napping_.store(1, std::memory_order_seq_cst);
+    const timespec ts{0, long(nap_ns)};
+    /* Returns at once if a post already cleared the word (kick). */
+    syscall(SYS_futex, reinterpret_cast<uint32_t *>(&napping_), FUTEX_WAIT_PRIVATE, 1u, &ts,
+            nullptr, 0);
+    napping_.store(0, std::memory_order_relaxed);
+}
+
+void runtime::wake_progress() {
+    syscall(SYS_futex, reinterpret_cast<uint32_t *>(&napping_), FUTEX_WAKE_PRIVATE, 1, nullptr,
+            nullptr, 0);
+}
+
 unsigned runtime::drive_locked() {
     const bool threaded = cfg_.progress == progress_mode::thread;
     unsigned n = 0;
+    /* memif: while the link is down the interrupt thread may be midway
+     * through a disconnect (it marks the link down first, unmaps the rings
+     * after), so the port is not polled: nothing could go out anyway. Once
+     * the link is up, the thread is parked while we poll (if it does not
+     * park in time we poll regardless, as without the gate). */
+    bool poll_port = true;
+    if (gate_intr_ && !intr_parked_) {
+        poll_port = st_->port().link_up();
+        if (poll_port) intr_parked_ = intr_gate::instance().park(gate_timeout);
+    }
     if (threaded)
         for (compat_cq *c : cqs_)
             n += c->ch->serve();
-    const unsigned port = st_->poll();
+    const unsigned port = poll_port ? st_->poll() : 0;
     if (threaded && port)
         for (compat_cq *c : cqs_)
             n += c->ch->serve();
@@ -195,6 +255,7 @@ unsigned runtime::drive_locked() {
     last_drive_ns_.store(now, std::memory_order_relaxed);
     if (now >= next_link_check_ns_) {
         next_link_check_ns_ = now + 100'000'000ull;
+        if (gate_intr_) gate_window_locked();
         check_link_locked();
     }
     return n;
@@ -289,6 +350,24 @@ void runtime::add_context_locked(compat_context *c) {
 
 void runtime::remove_context_locked(compat_context *c) {
     contexts_.erase(std::remove(contexts_.begin(), contexts_.end(), c), contexts_.end());
+}
+
+/* ---------------------------------------------------------------- for librdmacm */
+
+runtime *rdmacm_runtime(ibv_context *ctx) {
+    return to_ctx(ctx)->rt;
+}
+void rdmacm_lock(ibv_context *ctx) {
+    to_ctx(ctx)->rt->lock();
+}
+void rdmacm_unlock(ibv_context *ctx) {
+    to_ctx(ctx)->rt->unlock();
+}
+uroce::engine *rdmacm_engine(ibv_context *ctx) {
+    return &to_ctx(ctx)->rt->st().eng();
+}
+void rdmacm_add_stop_hook(ibv_context *ctx, void (*fn)(void *), void *arg) {
+    to_ctx(ctx)->rt->add_stop_hook_locked(fn, arg);
 }
 
 } // namespace uroce::compat

@@ -26,6 +26,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <uroce/mac.h>
@@ -36,6 +37,8 @@
 
 namespace uroce::compat {
 
+uint64_t monotonic_ns();
+
 /* The one-line error, printed once per process, with errno set. */
 void report_error(const std::string &msg, int err);
 
@@ -43,11 +46,24 @@ class runtime {
   public:
     /* inline mode: the fallback thread drives when nobody has for this long. */
     static constexpr uint64_t drive_idle_ns = 50'000;
-    /* Empty loop iterations (thread mode) or empty ibv_poll_cq calls before
-     * the spinning thread yields its CPU once: cheap on a dedicated core,
-     * and what keeps a machine with more spinning threads than CPUs moving
-     * (doc/compat.md, "Threading and progress"). */
+    /* Empty ibv_poll_cq calls (thread mode) before the polling thread
+     * yields its CPU once: cheap on a dedicated core, and what lets a
+     * progress thread that shares the CPU run (doc/compat.md, "Threading
+     * and progress"). */
     static constexpr unsigned idle_spins_before_yield = 256;
+    /* thread mode: empty loop iterations before the progress thread naps
+     * (for nap_ns, or until a post kicks it), giving its CPU to the
+     * application's threads when there is nothing to do. */
+    static constexpr unsigned idle_spins_before_nap = 256;
+    static constexpr uint64_t nap_ns = 50'000;
+    /* thread mode: an application thread whose ibv_poll_cq finds nothing
+     * drives the stack itself while the progress thread naps, or when it
+     * has not run an iteration for this long (it waits for a CPU: with more
+     * spinning threads than CPUs each hop would otherwise wait for one
+     * particular thread to be scheduled). */
+    static constexpr uint64_t app_drive_after_ns = 10'000;
+    /* How long to wait for EAL's interrupt thread to park (memif). */
+    static constexpr std::chrono::milliseconds gate_timeout{500};
 
     /* The configuration is usable (ibv_get_device_list); false: reported. */
     static bool config_ok();
@@ -79,6 +95,30 @@ class runtime {
     /* One iteration of the loop; the caller holds the lock. Returns what
      * the port, the engine and the channels moved (0: idle). */
     unsigned drive_locked();
+    /* thread mode, from an application thread with nothing to poll: one
+     * iteration if the progress thread has not driven for
+     * app_drive_after_ns and nobody holds the lock. */
+    unsigned help_drive() {
+        if (!napping_.load(std::memory_order_relaxed) &&
+            monotonic_ns() - progress_ns_.load(std::memory_order_relaxed) < app_drive_after_ns)
+            return 0;
+        std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+        return lock.owns_lock() ? drive_locked() : 0;
+    }
+    /* thread mode, after a post: wake the progress thread if it naps. */
+    void kick() {
+        if (napping_.load(std::memory_order_relaxed) && napping_.exchange(0)) wake_progress();
+    }
+    /* The lock as guard takes it, for compat's librdmacm (uroce_ibv_rdmacm.h). */
+    void lock() {
+        waiters_.fetch_add(1, std::memory_order_relaxed);
+        mu_.lock();
+        waiters_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    void unlock() { mu_.unlock(); }
+    /* fn(arg) when the stack stops, the lock held (lock held to add). */
+    void add_stop_hook_locked(void (*fn)(void *), void *arg) { stop_hooks_.push_back({fn, arg}); }
+
     /* The peer's MAC through ARP/ND, driving the stack while waiting (lock held). */
     std::optional<mac_addr> resolve_locked(const gid &g, std::chrono::milliseconds timeout);
 
@@ -102,6 +142,15 @@ class runtime {
     void check_events_locked();
     void check_link_locked();
     void signal_cq(compat_cq *cq);
+    void nap();
+    void wake_progress();
+    /* memif: park EAL's interrupt thread while the link is up and we poll,
+     * with a window at each link check (uroce_ibv_intr_gate.h). */
+    void gate_window_locked();
+
+    /* The port is a net_memif: its link goes down on EAL's interrupt thread. */
+    bool gate_intr_ = false;
+    bool intr_parked_ = false;
 
     env_config cfg_;
     std::unique_ptr<app::stack> st_;
@@ -111,14 +160,15 @@ class runtime {
     std::thread progress_;
     std::vector<compat_cq *> cqs_;
     std::vector<compat_context *> contexts_;
+    std::vector<std::pair<void (*)(void *), void *>> stop_hooks_;
     std::atomic<unsigned> armed_{0}; /* arms since the last check: 0 = nothing to look at */
     std::atomic<uint64_t> last_drive_ns_{0};
+    std::atomic<uint32_t> napping_{0};     /* futex word: 1 while the progress thread naps */
+    std::atomic<uint64_t> progress_ns_{0}; /* the progress thread's last iteration */
     uint64_t next_link_check_ns_ = 0;
     bool link_up_ = false;
     int users_ = 0;
 };
-
-uint64_t monotonic_ns();
 
 } // namespace uroce::compat
 

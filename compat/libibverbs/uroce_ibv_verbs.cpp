@@ -12,6 +12,7 @@
 #include <new>
 
 #include "uroce_ibv_ops.h"
+#include "uroce_ibv_rdmacm.h"
 #include "uroce_ibv_runtime.h"
 
 using namespace uroce;
@@ -523,8 +524,14 @@ ibv_ah *ibv_create_ah_from_wc(ibv_pd *pd, ibv_wc *wc, ibv_grh *grh, uint8_t port
 
 /* ---------------------------------------------------------------- QP */
 
+static uroce::qp *make_plain_qp(uroce::pd *pd, uroce::qp_init_attr *attr, void *,
+                                verbs_error *err) {
+    return uroce::create_qp(pd, *attr, err);
+}
+
 static ibv_qp *create_qp_common(ibv_context *context, ibv_pd *pd, const ibv_qp_init_attr &ia,
-                                uint64_t send_ops_flags) {
+                                uint64_t send_ops_flags, qp_maker make = make_plain_qp,
+                                void *make_arg = nullptr) {
     runtime &rt = rt_of(context);
     if (ia.qp_type != IBV_QPT_RC && ia.qp_type != IBV_QPT_UC && ia.qp_type != IBV_QPT_UD) {
         unsupported(ia.qp_type == IBV_QPT_XRC_SEND || ia.qp_type == IBV_QPT_XRC_RECV
@@ -556,7 +563,13 @@ static ibv_qp *create_qp_common(ibv_context *context, ibv_pd *pd, const ibv_qp_i
     verbs_error e;
     {
         runtime::guard g(rt);
-        q->uqp = uroce::create_qp(to_pd(pd)->upd, ua, &e);
+        q->uqp = make(to_pd(pd)->upd, &ua, make_arg, &e);
+        if (q->uqp) {
+            qp_attr qa;
+            qp_init_attr qi;
+            if (uroce::query_qp(q->uqp, &qa, qp_attr_state, &qi) == verbs_error::ok)
+                q->qpx.qp_base.state = ibv_qp_state(qa.qp_state);
+        }
     }
     if (!q->uqp) {
         delete q;
@@ -578,7 +591,6 @@ static ibv_qp *create_qp_common(ibv_context *context, ibv_pd *pd, const ibv_qp_i
     b.srq = ia.srq;
     b.handle = 0;
     b.qp_num = uroce::qp_num(q->uqp);
-    b.state = IBV_QPS_RESET;
     b.qp_type = ia.qp_type;
     pthread_mutex_init(&b.mutex, nullptr);
     pthread_cond_init(&b.cond, nullptr);
@@ -606,6 +618,12 @@ ibv_qp *ibv_create_qp(ibv_pd *pd, ibv_qp_init_attr *attr) {
 } // extern "C"
 
 namespace uroce::compat {
+
+ibv_qp *rdmacm_create_qp(ibv_pd *pd, ibv_qp_init_attr *attr, qp_maker make, void *arg) {
+    ibv_qp *qp = create_qp_common(pd->context, pd, *attr, 0, make, arg);
+    if (qp) attr->cap.max_inline_data = to_qp(qp)->max_inline;
+    return qp;
+}
 
 ibv_qp *op_create_qp_ex(ibv_context *ctx, ibv_qp_init_attr_ex *attr) {
     const uint32_t known =

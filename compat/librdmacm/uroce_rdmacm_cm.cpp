@@ -1,0 +1,470 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * compat/librdmacm: event channels, ids, the connection calls, QPs and
+ * events of librdmacm on <uroce/cm.h>.
+ */
+#include <fcntl.h>
+#include <poll.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <unordered_map>
+
+#include "../libibverbs/uroce_ibv_rdmacm.h"
+#include "uroce_rdmacm.h"
+
+using namespace uroce::compat::rdmacm;
+using uroce::verbs_error;
+
+namespace {
+
+std::mutex open_mu;                  /* the first open */
+ibv_context *g_ctx = nullptr;        /* every id's verbs; kept until exit */
+uroce::cm_service *g_cm = nullptr;   /* closed by the stack's stop hook */
+std::mutex ids_mu;                   /* the map, from any thread */
+std::unordered_map<const uroce::cm_id *, id *> ids;
+
+void close_cm_at_stop(void *) {
+    /* The stack stops (the last ibv_close_device, or exit), lock held. */
+    if (g_cm && uroce::close_cm(g_cm) == verbs_error::ok) g_cm = nullptr;
+    /* Channels still open (an application that exits without destroying
+     * them): the CM goes with the engine; nothing calls it after this. */
+    g_cm = nullptr;
+}
+
+id *wrapper_of(const uroce::cm_id *u) {
+    std::lock_guard<std::mutex> lock(ids_mu);
+    auto it = ids.find(u);
+    return it == ids.end() ? nullptr : it->second;
+}
+
+void copy_route(id *w) {
+    /* The lock held: the CM updates the route on its thread. */
+    const uroce::cm_route &r = w->uid->route;
+    std::memcpy(&w->id.route.addr.src_storage, &r.src_addr, sizeof(sockaddr_storage));
+    std::memcpy(&w->id.route.addr.dst_storage, &r.dst_addr, sizeof(sockaddr_storage));
+    w->id.route.num_paths = r.num_paths;
+    w->id.port_num = 1;
+}
+
+id *new_wrapper(uroce::cm_id *u, channel *ch, void *context, rdma_port_space ps) {
+    auto *w = new (std::nothrow) id();
+    if (!w) return nullptr;
+    std::memset(&w->id, 0, sizeof(w->id));
+    w->uid = u;
+    w->chan = ch;
+    w->id.verbs = g_ctx;
+    w->id.channel = &ch->ch;
+    w->id.context = context;
+    w->id.ps = ps;
+    w->id.port_num = 1;
+    w->id.qp_type = ps == RDMA_PS_UDP || ps == RDMA_PS_IPOIB ? IBV_QPT_UD : IBV_QPT_RC;
+    std::lock_guard<std::mutex> lock(ids_mu);
+    ids[u] = w;
+    return w;
+}
+
+id *to_w(rdma_cm_id *i) {
+    return reinterpret_cast<id *>(i);
+}
+
+uroce::cm_conn_param to_uroce(const rdma_conn_param *p) {
+    uroce::cm_conn_param u;
+    if (!p) return u;
+    u.private_data = p->private_data;
+    u.private_data_len = p->private_data_len;
+    u.responder_resources = p->responder_resources;
+    u.initiator_depth = p->initiator_depth;
+    u.flow_control = p->flow_control;
+    u.retry_count = p->retry_count;
+    u.rnr_retry_count = p->rnr_retry_count;
+    u.srq = p->srq;
+    u.qp_num = p->qp_num;
+    return u;
+}
+
+uroce::qp *make_cm_qp(uroce::pd *pd, uroce::qp_init_attr *attr, void *arg, verbs_error *err) {
+    auto *u = static_cast<uroce::cm_id *>(arg);
+    const verbs_error e = uroce::create_qp(u, pd, attr);
+    if (e != verbs_error::ok) {
+        *err = e;
+        return nullptr;
+    }
+    return u->qp;
+}
+
+} // namespace
+
+namespace uroce::compat::rdmacm {
+
+ibv_context *context() {
+    std::lock_guard<std::mutex> lock(open_mu);
+    if (g_ctx) return g_ctx;
+    int n = 0;
+    ibv_device **list = ibv_get_device_list(&n);
+    if (!list) return nullptr; /* reported by libibverbs, errno set */
+    ibv_context *c = n > 0 ? ibv_open_device(list[0]) : nullptr;
+    ibv_free_device_list(list);
+    if (!c && n <= 0) errno = ENODEV;
+    g_ctx = c;
+    return g_ctx;
+}
+
+uroce::cm_service *cm() {
+    ibv_context *c = context();
+    if (!c) return nullptr;
+    std::lock_guard<std::mutex> lock(open_mu);
+    if (g_cm) return g_cm;
+    rdmacm_lock(c);
+    verbs_error e = verbs_error::ok;
+    g_cm = uroce::open_cm(*rdmacm_engine(c), {}, &e);
+    if (g_cm) rdmacm_add_stop_hook(c, close_cm_at_stop, nullptr);
+    rdmacm_unlock(c);
+    if (!g_cm) {
+        std::fprintf(stderr, "uroce: librdmacm: cannot open the CM on uroce0: error %d\n", int(e));
+        errno = int(e) ? int(e) : ENODEV;
+    }
+    return g_cm;
+}
+
+guard::guard() {
+    rdmacm_lock(g_ctx);
+}
+guard::~guard() {
+    rdmacm_unlock(g_ctx);
+}
+
+int fail(verbs_error e) {
+    if (e == verbs_error::ok) return 0;
+    errno = int(e);
+    return -1;
+}
+
+int unsupported(const char *what, int e) {
+    std::fprintf(stderr, "uroce: librdmacm: %s is not supported\n", what);
+    errno = e;
+    return -1;
+}
+
+} // namespace uroce::compat::rdmacm
+
+extern "C" {
+
+rdma_event_channel *rdma_create_event_channel(void) {
+    uroce::cm_service *s = cm();
+    if (!s) return nullptr;
+    auto *ch = new (std::nothrow) channel();
+    if (!ch) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    verbs_error e = verbs_error::ok;
+    {
+        guard g;
+        ch->uch = uroce::create_event_channel(s, &e);
+    }
+    if (!ch->uch) {
+        delete ch;
+        fail(e);
+        return nullptr;
+    }
+    ch->ch.fd = uroce::event_channel_fd(ch->uch);
+    /* librdmacm's fd blocks until the application sets O_NONBLOCK; the
+     * CM's is non-blocking. Its own read happens only with an event
+     * queued, so it never blocks either way. */
+    const int fl = fcntl(ch->ch.fd, F_GETFL);
+    if (fl >= 0) fcntl(ch->ch.fd, F_SETFL, fl & ~O_NONBLOCK);
+    return &ch->ch;
+}
+
+void rdma_destroy_event_channel(rdma_event_channel *channel_) {
+    auto *ch = reinterpret_cast<channel *>(channel_);
+    verbs_error e;
+    {
+        guard g;
+        e = uroce::destroy_event_channel(ch->uch);
+    }
+    /* busy: ids or unacked events left (librdmacm's precondition broken);
+     * the channel stays, as the kernel's would until they go. */
+    if (e == verbs_error::ok) delete ch;
+}
+
+int rdma_create_id(rdma_event_channel *channel_, rdma_cm_id **out, void *context_,
+                   rdma_port_space ps) {
+    if (!channel_)
+        return unsupported("rdma_create_id without an event channel (synchronous ids)", EINVAL);
+    if (ps != RDMA_PS_TCP && ps != RDMA_PS_UDP && ps != RDMA_PS_IB) {
+        errno = EINVAL;
+        return -1;
+    }
+    auto *ch = reinterpret_cast<channel *>(channel_);
+    uroce::cm_id *u = nullptr;
+    verbs_error e;
+    {
+        guard g;
+        e = uroce::create_id(ch->uch, &u, nullptr, uroce::rdma_port_space(ps));
+    }
+    if (e != verbs_error::ok) return fail(e);
+    id *w = new_wrapper(u, ch, context_, ps);
+    if (!w) {
+        guard g;
+        uroce::destroy_id(u);
+        errno = ENOMEM;
+        return -1;
+    }
+    *out = &w->id;
+    return 0;
+}
+
+int rdma_destroy_id(rdma_cm_id *i) {
+    id *w = to_w(i);
+    verbs_error e;
+    {
+        guard g;
+        e = uroce::destroy_id(w->uid);
+    }
+    if (e != verbs_error::ok) return fail(e);
+    {
+        std::lock_guard<std::mutex> lock(ids_mu);
+        ids.erase(w->uid);
+    }
+    delete w;
+    return 0;
+}
+
+int rdma_bind_addr(rdma_cm_id *i, sockaddr *addr) {
+    id *w = to_w(i);
+    guard g;
+    const verbs_error e = uroce::bind_addr(w->uid, addr);
+    copy_route(w);
+    return fail(e);
+}
+
+int rdma_resolve_addr(rdma_cm_id *i, sockaddr *src, sockaddr *dst, int timeout_ms) {
+    id *w = to_w(i);
+    guard g;
+    const verbs_error e = uroce::resolve_addr(w->uid, src, dst, timeout_ms);
+    copy_route(w);
+    return fail(e);
+}
+
+int rdma_resolve_route(rdma_cm_id *i, int timeout_ms) {
+    id *w = to_w(i);
+    guard g;
+    const verbs_error e = uroce::resolve_route(w->uid, timeout_ms);
+    copy_route(w);
+    return fail(e);
+}
+
+int rdma_create_qp(rdma_cm_id *i, ibv_pd *pd, ibv_qp_init_attr *attr) {
+    id *w = to_w(i);
+    if (!attr || i->qp) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (!pd) {
+        /* librdmacm: the id's PD, or one of its own for the device. */
+        if (!i->pd) {
+            i->pd = ibv_alloc_pd(i->verbs);
+            if (!i->pd) return -1;
+            w->own_pd = true;
+        }
+        pd = i->pd;
+    }
+    ibv_qp_init_attr a = *attr;
+    if (!a.send_cq || !a.recv_cq) {
+        /* librdmacm makes the missing CQs, each with a completion channel. */
+        if (!a.send_cq) {
+            i->send_cq_channel = ibv_create_comp_channel(i->verbs);
+            i->send_cq = i->send_cq_channel ? ibv_create_cq(i->verbs,
+                                                            int(std::max(a.cap.max_send_wr, 1u)),
+                                                            i, i->send_cq_channel, 0)
+                                            : nullptr;
+            if (!i->send_cq) return -1;
+            a.send_cq = i->send_cq;
+        }
+        if (!a.recv_cq) {
+            i->recv_cq_channel = ibv_create_comp_channel(i->verbs);
+            i->recv_cq = i->recv_cq_channel ? ibv_create_cq(i->verbs,
+                                                            int(std::max(a.cap.max_recv_wr, 1u)),
+                                                            i, i->recv_cq_channel, 0)
+                                            : nullptr;
+            if (!i->recv_cq) return -1;
+            a.recv_cq = i->recv_cq;
+        }
+        w->own_cqs = true;
+    }
+    a.qp_type = i->qp_type;
+    ibv_qp *qp = uroce::compat::rdmacm_create_qp(pd, &a, make_cm_qp, w->uid);
+    if (!qp) return -1;
+    attr->cap = a.cap;
+    i->qp = qp;
+    i->pd = pd;
+    i->send_cq = a.send_cq;
+    i->recv_cq = a.recv_cq;
+    i->srq = a.srq;
+    return 0;
+}
+
+int rdma_create_qp_ex(rdma_cm_id *i, ibv_qp_init_attr_ex *attr) {
+    const uint32_t known = IBV_QP_INIT_ATTR_PD;
+    if (attr->comp_mask & ~known) return unsupported("rdma_create_qp_ex beyond a PD", ENOSYS);
+    ibv_qp_init_attr a{};
+    a.qp_context = attr->qp_context;
+    a.send_cq = attr->send_cq;
+    a.recv_cq = attr->recv_cq;
+    a.srq = attr->srq;
+    a.cap = attr->cap;
+    a.qp_type = attr->qp_type;
+    a.sq_sig_all = attr->sq_sig_all;
+    const int r =
+        rdma_create_qp(i, (attr->comp_mask & IBV_QP_INIT_ATTR_PD) ? attr->pd : nullptr, &a);
+    if (r == 0) attr->cap = a.cap;
+    return r;
+}
+
+void rdma_destroy_qp(rdma_cm_id *i) {
+    id *w = to_w(i);
+    if (!i->qp) return;
+    {
+        guard g;
+        w->uid->qp = nullptr; /* the CM moves it no more; destroyed below */
+    }
+    ibv_destroy_qp(i->qp);
+    i->qp = nullptr;
+    if (w->own_cqs) {
+        if (i->send_cq) ibv_destroy_cq(i->send_cq);
+        if (i->recv_cq && i->recv_cq != i->send_cq) ibv_destroy_cq(i->recv_cq);
+        if (i->send_cq_channel) ibv_destroy_comp_channel(i->send_cq_channel);
+        if (i->recv_cq_channel) ibv_destroy_comp_channel(i->recv_cq_channel);
+        i->send_cq = i->recv_cq = nullptr;
+        i->send_cq_channel = i->recv_cq_channel = nullptr;
+        w->own_cqs = false;
+    }
+    if (w->own_pd) {
+        ibv_dealloc_pd(i->pd);
+        i->pd = nullptr;
+        w->own_pd = false;
+    }
+}
+
+int rdma_connect(rdma_cm_id *i, rdma_conn_param *param) {
+    id *w = to_w(i);
+    const uroce::cm_conn_param p = to_uroce(param);
+    guard g;
+    return fail(uroce::connect(w->uid, &p));
+}
+
+int rdma_listen(rdma_cm_id *i, int backlog) {
+    id *w = to_w(i);
+    guard g;
+    const verbs_error e = uroce::listen(w->uid, backlog);
+    copy_route(w);
+    return fail(e);
+}
+
+int rdma_accept(rdma_cm_id *i, rdma_conn_param *param) {
+    id *w = to_w(i);
+    uroce::cm_conn_param p = to_uroce(param);
+    if (!param) { /* librdmacm's defaults for a NULL param */
+        p.responder_resources = 16;
+        p.initiator_depth = 16;
+    }
+    guard g;
+    return fail(uroce::accept(w->uid, &p));
+}
+
+int rdma_reject(rdma_cm_id *i, const void *private_data, uint8_t private_data_len) {
+    id *w = to_w(i);
+    guard g;
+    return fail(uroce::reject(w->uid, private_data, private_data_len));
+}
+
+int rdma_disconnect(rdma_cm_id *i) {
+    id *w = to_w(i);
+    guard g;
+    return fail(uroce::disconnect(w->uid));
+}
+
+int rdma_get_cm_event(rdma_event_channel *channel_, rdma_cm_event **out) {
+    auto *ch = reinterpret_cast<channel *>(channel_);
+    uroce::cm_event *u = nullptr;
+    for (;;) {
+        const verbs_error e = uroce::get_event(ch->uch, &u);
+        if (e == verbs_error::ok) break;
+        if (e != verbs_error::again) return fail(e);
+        /* Blocks, as librdmacm's read(2) of its fd, unless the
+         * application made the fd non-blocking. */
+        const int fl = fcntl(ch->ch.fd, F_GETFL);
+        if (fl >= 0 && (fl & O_NONBLOCK)) {
+            errno = EAGAIN;
+            return -1;
+        }
+        pollfd pfd{ch->ch.fd, POLLIN, 0};
+        if (poll(&pfd, 1, -1) < 0 && errno != EINTR) return -1;
+    }
+    auto *ev = new (std::nothrow) event();
+    if (!ev) {
+        uroce::ack_event(u);
+        errno = ENOMEM;
+        return -1;
+    }
+    std::memset(&ev->ev, 0, sizeof(ev->ev));
+    ev->uev = u;
+    guard g; /* ids and routes are the CM thread's */
+    id *listener = u->listen_id ? wrapper_of(u->listen_id) : nullptr;
+    id *w = wrapper_of(u->id);
+    if (!w && u->id) /* a CONNECT_REQUEST's new id: the listener's channel and context */
+        w = new_wrapper(u->id, listener ? listener->chan : ch, listener ? listener->id.context : nullptr,
+                        listener ? listener->id.ps : RDMA_PS_TCP);
+    if (w) copy_route(w);
+    ev->ev.id = w ? &w->id : nullptr;
+    ev->ev.listen_id = listener ? &listener->id : nullptr;
+    ev->ev.event = rdma_cm_event_type(u->event);
+    ev->ev.status = u->status;
+    if (w && w->id.qp_type == IBV_QPT_UD) {
+        rdma_ud_param &p = ev->ev.param.ud;
+        p.private_data = u->ud.private_data;
+        p.private_data_len = u->ud.private_data_len;
+        const uroce::ah_attr &a = u->ud.ah_attr;
+        std::memcpy(p.ah_attr.grh.dgid.raw, a.grh.dgid.raw.data(), 16);
+        p.ah_attr.grh.flow_label = a.grh.flow_label;
+        p.ah_attr.grh.sgid_index = a.grh.sgid_index;
+        p.ah_attr.grh.hop_limit = a.grh.hop_limit;
+        p.ah_attr.grh.traffic_class = a.grh.traffic_class;
+        p.ah_attr.dlid = a.dlid;
+        p.ah_attr.sl = a.sl;
+        p.ah_attr.src_path_bits = a.src_path_bits;
+        p.ah_attr.static_rate = a.static_rate;
+        p.ah_attr.is_global = a.is_global;
+        p.ah_attr.port_num = a.port_num;
+        p.qp_num = u->ud.qp_num;
+        p.qkey = u->ud.qkey;
+    } else {
+        rdma_conn_param &p = ev->ev.param.conn;
+        p.private_data = u->conn.private_data;
+        p.private_data_len = u->conn.private_data_len;
+        p.responder_resources = u->conn.responder_resources;
+        p.initiator_depth = u->conn.initiator_depth;
+        p.flow_control = u->conn.flow_control;
+        p.retry_count = u->conn.retry_count;
+        p.rnr_retry_count = u->conn.rnr_retry_count;
+        p.srq = u->conn.srq;
+        p.qp_num = u->conn.qp_num;
+    }
+    if (w) w->id.event = &ev->ev;
+    *out = &ev->ev;
+    return 0;
+}
+
+int rdma_ack_cm_event(rdma_cm_event *e) {
+    auto *ev = reinterpret_cast<event *>(e);
+    const verbs_error r = uroce::ack_event(ev->uev);
+    delete ev;
+    return fail(r);
+}
+
+} // extern "C"
