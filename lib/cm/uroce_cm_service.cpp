@@ -373,6 +373,7 @@ void cm_service::on_connect_request(cm_conn &c) {
     child->qp_type = listener->qp_type;
     child->verbs = dev();
     child->listener = listener;
+    child->accepted = true;
     child->port = listener->port;
     child->service_id = r.service_id;
     const gid peer = r.path.local_gid; /* the REQ's sender's (its "local") */
@@ -498,7 +499,7 @@ verbs_error cm_service::destroy_id(cm_id_impl *id) {
 
 bool cm_service::port_taken(rdma_port_space ps, uint16_t port, const cm_id_impl *except) const {
     for (const cm_id_impl *id : ids_)
-        if (id != except && id->ps == ps && id->port == port && !id->listener &&
+        if (id != except && id->ps == ps && id->port == port && !id->accepted &&
             id->state != cm_id_state::idle)
             return true;
     return false;

@@ -66,6 +66,11 @@ struct cm_id_impl : cm_id {
     uint64_t service_id = 0;
     int backlog = 0;
     cm_id_impl *listener = nullptr; /* passive: the id that listened */
+    /* Made by a CONNECT_REQUEST: it shares its listener's port and never
+     * holds it (Linux: an accepted rdma_cm id is no bind of its own, so a
+     * server may destroy its listener and bind the port again while its
+     * connections live, as perftest -R's server does). */
+    bool accepted = false;
     cm_conn *conn = nullptr;
     uint64_t deadline = 0; /* addr_query, req_wait_mac, SIDR retries */
     /* Active: the Starting PSN our REQ carried. Each side's message names the

@@ -269,6 +269,32 @@ TEST_F(cm_service_t, passive_side_disconnects_first) {
         [&] { return cm_connection_count(a.cm) == 0 && cm_connection_count(b.cm) == 0; }));
 }
 
+/* perftest -R's server destroys its first listener and binds the port again
+ * for the data connections while the first connection lives: connections
+ * never hold their listener's port, so that bind succeeds. */
+TEST_F(cm_service_t, port_is_free_again_once_its_listener_is_gone) {
+    start();
+    listen_b();
+    auto [act, pas] = connect_pair();
+    ASSERT_TRUE(pas);
+    cm_id *again = nullptr;
+    ASSERT_EQ(create_id(b.ch, &again, this, rdma_port_space::tcp), verbs_error::ok);
+    sockaddr_storage ss = addr(0, port);
+    EXPECT_EQ(bind_addr(again, sa(ss)), verbs_error::busy) << "the listener still holds it";
+    ASSERT_EQ(destroy_id(listener), verbs_error::ok);
+    listener = again;
+    ASSERT_EQ(bind_addr(listener, sa(ss)), verbs_error::ok);
+    ASSERT_EQ(listen(listener, 0), verbs_error::ok);
+    auto [act2, pas2] = connect_pair();
+    ASSERT_TRUE(pas2) << "the new listener takes the next REQ";
+    for (cm_id *id : {act, act2})
+        ASSERT_EQ(disconnect(id), verbs_error::ok);
+    for (int i = 0; i < 2; i++)
+        ASSERT_TRUE(expect_event(b, cm_event_type::disconnected));
+    for (cm_id *id : {pas, pas2, act, act2})
+        destroy(id);
+}
+
 TEST_F(cm_service_t, closed_port_is_rejected_as_connection_refused) {
     start();
     cm_id *act = resolve_a(4444);
