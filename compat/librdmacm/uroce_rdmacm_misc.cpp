@@ -62,9 +62,9 @@ int rdma_getaddrinfo(const char *node, const char *service, const rdma_addrinfo 
         ra->ai_flags = flags;
         ra->ai_family = a->ai_family;
         ra->ai_port_space = hints && hints->ai_port_space ? hints->ai_port_space : RDMA_PS_TCP;
-        ra->ai_qp_type = hints && hints->ai_qp_type ? hints->ai_qp_type
+        ra->ai_qp_type = hints && hints->ai_qp_type         ? hints->ai_qp_type
                          : ra->ai_port_space == RDMA_PS_UDP ? IBV_QPT_UD
-                                                             : IBV_QPT_RC;
+                                                            : IBV_QPT_RC;
         if (flags & RAI_PASSIVE) {
             ra->ai_src_addr = copy_addr(a->ai_addr, a->ai_addrlen);
             ra->ai_src_len = a->ai_addrlen;
