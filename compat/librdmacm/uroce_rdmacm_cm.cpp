@@ -21,10 +21,10 @@ using uroce::verbs_error;
 
 namespace {
 
-std::mutex open_mu;                  /* the first open */
-ibv_context *g_ctx = nullptr;        /* every id's verbs; kept until exit */
-uroce::cm_service *g_cm = nullptr;   /* closed by the stack's stop hook */
-std::mutex ids_mu;                   /* the map, from any thread */
+std::mutex open_mu;                /* the first open */
+ibv_context *g_ctx = nullptr;      /* every id's verbs; kept until exit */
+uroce::cm_service *g_cm = nullptr; /* closed by the stack's stop hook */
+std::mutex ids_mu;                 /* the map, from any thread */
 std::unordered_map<const uroce::cm_id *, id *> ids;
 
 void close_cm_at_stop(void *) {
@@ -279,19 +279,19 @@ int rdma_create_qp(rdma_cm_id *i, ibv_pd *pd, ibv_qp_init_attr *attr) {
         /* librdmacm makes the missing CQs, each with a completion channel. */
         if (!a.send_cq) {
             i->send_cq_channel = ibv_create_comp_channel(i->verbs);
-            i->send_cq = i->send_cq_channel ? ibv_create_cq(i->verbs,
-                                                            int(std::max(a.cap.max_send_wr, 1u)),
-                                                            i, i->send_cq_channel, 0)
-                                            : nullptr;
+            i->send_cq = i->send_cq_channel
+                             ? ibv_create_cq(i->verbs, int(std::max(a.cap.max_send_wr, 1u)), i,
+                                             i->send_cq_channel, 0)
+                             : nullptr;
             if (!i->send_cq) return -1;
             a.send_cq = i->send_cq;
         }
         if (!a.recv_cq) {
             i->recv_cq_channel = ibv_create_comp_channel(i->verbs);
-            i->recv_cq = i->recv_cq_channel ? ibv_create_cq(i->verbs,
-                                                            int(std::max(a.cap.max_recv_wr, 1u)),
-                                                            i, i->recv_cq_channel, 0)
-                                            : nullptr;
+            i->recv_cq = i->recv_cq_channel
+                             ? ibv_create_cq(i->verbs, int(std::max(a.cap.max_recv_wr, 1u)), i,
+                                             i->recv_cq_channel, 0)
+                             : nullptr;
             if (!i->recv_cq) return -1;
             a.recv_cq = i->recv_cq;
         }
@@ -418,7 +418,8 @@ int rdma_get_cm_event(rdma_event_channel *channel_, rdma_cm_event **out) {
     id *listener = u->listen_id ? wrapper_of(u->listen_id) : nullptr;
     id *w = wrapper_of(u->id);
     if (!w && u->id) /* a CONNECT_REQUEST's new id: the listener's channel and context */
-        w = new_wrapper(u->id, listener ? listener->chan : ch, listener ? listener->id.context : nullptr,
+        w = new_wrapper(u->id, listener ? listener->chan : ch,
+                        listener ? listener->id.context : nullptr,
                         listener ? listener->id.ps : RDMA_PS_TCP);
     if (w) copy_route(w);
     ev->ev.id = w ? &w->id : nullptr;
