@@ -68,6 +68,19 @@ static inline uint32_t icrc_finish(const icrc_state &s) {
     return ~s.reg;
 }
 
+/* Whether the transport fuses its payload copies with the ICRC
+ * (icrc_copy_update on send, and on receive where doc/security.md allows
+ * it). On by default; UROCE_FUSED_COPY=0 in the environment turns it off at
+ * start-up, icrc_set_fused_copy at run time (benchmarks compare the two in
+ * one run). Both settings give the same frames and the same results. */
+UROCE_API bool icrc_fused_copy();
+/* Frames of up to this many bytes from the IP header to the ICRC take one
+ * masked CRC call (icrc_compute); splitting them into headers and a fused
+ * payload costs more than the copy it saves (measured, doc/icrc.md), so the
+ * transport fuses only longer ones. */
+inline constexpr size_t icrc_fuse_min = 257;
+UROCE_API void icrc_set_fused_copy(bool on);
+
 /* Over an rte_mbuf chain: l3_offset = offset of the IP header from the start
  * of the packet, icrc_offset = offset of the ICRC field (pkt_len - 4 for a
  * well-formed packet). Walks the segments; copies at most the headers, and

@@ -18,6 +18,8 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <cstdlib>
 
 namespace uroce {
 namespace {
@@ -40,6 +42,7 @@ constexpr unsigned bth_resv8a_off = 4; /* FECN, BECN, resv6 */
 constexpr unsigned buf_max = 256;                        /* one-call packets; mask table width */
 constexpr unsigned hdr_max = 60 + udp_hdr_len + bth_len; /* IPv4 IHL=15 */
 static_assert(hdr_max + 16 <= buf_max, "the buffer must hold the largest header");
+static_assert(icrc_fuse_min == buf_max + 1, "icrc_fuse_min: the first length icrc_begin splits");
 
 /* One mask per header layout: IPv4 with IHL 5..15 (index IHL-5), IPv6 (index 11). */
 constexpr unsigned n_layouts = 12;
@@ -136,6 +139,25 @@ icrc_state icrc_begin(const void *ip_hdr, size_t len) {
         return begin_layout(src, len, 0);
     if ((src[0] >> 4) == 6) return begin_layout(src, len, ipv6_layout);
     return begin_layout(src, len, layout_of(src));
+}
+
+namespace {
+
+bool fused_from_env() {
+    const char *e = std::getenv("UROCE_FUSED_COPY");
+    return !(e && e[0] == '0' && e[1] == 0);
+}
+
+std::atomic<bool> g_fused_copy{fused_from_env()};
+
+} // namespace
+
+bool icrc_fused_copy() {
+    return g_fused_copy.load(std::memory_order_relaxed);
+}
+
+void icrc_set_fused_copy(bool on) {
+    g_fused_copy.store(on, std::memory_order_relaxed);
 }
 
 uint32_t icrc_compute(const void *ip_hdr, size_t len) {
