@@ -81,6 +81,51 @@ UROCE_API bool icrc_fused_copy();
 inline constexpr size_t icrc_fuse_min = 257;
 UROCE_API void icrc_set_fused_copy(bool on);
 
+/* A received frame's ICRC, checked while its payload is copied out of it (the
+ * receive side of the fused copy). icrc_check_begin folds the masked headers
+ * and remembers where the payload is; icrc_check_copy copies payload bytes
+ * and folds them in the same pass, in order; icrc_check_settle folds what was
+ * not copied (the rest of the payload, the pad), compares with the stored
+ * ICRC and returns the verdict. The verdict is unknown until then: whoever
+ * defers the check must not act on the frame before settling it (the
+ * transport's rules: doc/security.md, "Fused receive"). */
+struct icrc_check {
+    const uint8_t *payload = nullptr; /* in the frame */
+    uint32_t payload_len = 0;
+    uint32_t done = 0;     /* payload bytes folded so far, from the start */
+    uint32_t tail_len = 0; /* bytes between the payload and the ICRC (the pad) */
+    uint32_t wire = 0;     /* the ICRC stored in the frame */
+    icrc_state st{icrc_seed};
+    bool pending = false; /* begun and not settled */
+    bool ok = true;       /* the verdict, once settled */
+};
+
+/* ip_hdr .. ip_hdr + hdr_len: IP header up to the payload (contiguous);
+ * then payload_len payload bytes, tail_len pad bytes and the 4-byte ICRC
+ * field, all contiguous. */
+UROCE_API void icrc_check_begin(icrc_check &c, const void *ip_hdr, size_t hdr_len,
+                                uint32_t payload_len, uint32_t tail_len);
+
+/* Copy payload bytes [off, off + n) to dst. Folded in the same pass when
+ * they continue the bytes folded so far; a gap before them is folded first
+ * (CRC only); bytes folded before are copied plainly. */
+static inline void icrc_check_copy(icrc_check &c, uint32_t off, void *dst, uint32_t n) {
+    if (c.pending && off >= c.done) {
+        if (off > c.done) [[unlikely]] {
+            icrc_update(c.st, c.payload + c.done, off - c.done);
+            c.done = off;
+        }
+        icrc_copy_update(c.st, dst, c.payload + off, n);
+        c.done += n;
+        return;
+    }
+    std::memcpy(dst, c.payload + off, n);
+}
+
+/* The verdict: true if the frame's ICRC is good. Folds the rest on the first
+ * call; later calls return the same verdict. */
+UROCE_API bool icrc_check_settle(icrc_check &c);
+
 /* Over an rte_mbuf chain: l3_offset = offset of the IP header from the start
  * of the packet, icrc_offset = offset of the ICRC field (pkt_len - 4 for a
  * well-formed packet). Walks the segments; copies at most the headers, and

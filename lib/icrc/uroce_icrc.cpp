@@ -164,6 +164,30 @@ uint32_t icrc_compute(const void *ip_hdr, size_t len) {
     return icrc_finish(icrc_begin(ip_hdr, len));
 }
 
+void icrc_check_begin(icrc_check &c, const void *ip_hdr, size_t hdr_len, uint32_t payload_len,
+                      uint32_t tail_len) {
+    const uint8_t *ip = static_cast<const uint8_t *>(ip_hdr);
+    c.payload = ip + hdr_len;
+    c.payload_len = payload_len;
+    c.done = 0;
+    c.tail_len = tail_len;
+    c.wire = icrc_read_wire(c.payload + payload_len + tail_len);
+    c.st = icrc_begin(ip, hdr_len);
+    c.pending = true;
+    c.ok = false;
+}
+
+bool icrc_check_settle(icrc_check &c) {
+    if (!c.pending) return c.ok;
+    /* payload bytes not copied (a drop, or a partial copy), then the pad */
+    if (c.done < c.payload_len) icrc_update(c.st, c.payload + c.done, c.payload_len - c.done);
+    icrc_update(c.st, c.payload + c.payload_len, c.tail_len);
+    c.done = c.payload_len;
+    c.pending = false;
+    c.ok = icrc_finish(c.st) == c.wire;
+    return c.ok;
+}
+
 uint32_t icrc_compute_mbuf(const struct rte_mbuf *m, uint32_t l3_offset, uint32_t icrc_offset) {
     icrc_offset = std::min(icrc_offset, m->pkt_len);
     l3_offset = std::min(l3_offset, icrc_offset);
