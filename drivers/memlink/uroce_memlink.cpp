@@ -103,13 +103,29 @@ void memlink::send(memlink_port *from, rte_mbuf *m) {
     ++stats_.tx;
     const uint8_t *dst = rte_pktmbuf_mtod(m, const uint8_t *);
     memlink_port *to = nullptr;
-    for (auto &p : ports_)
-        if (p.get() != from && std::memcmp(p->mac_, dst, 6) == 0) to = p.get();
+    if (dst[0] & 1) {
+        /* A group address (broadcast ARP, multicast ND): every other port
+         * gets it, as a switch floods it. */
+        for (auto &p : ports_) {
+            if (p.get() == from) continue;
+            if (to) {
+                if (rte_mbuf *c = rte_pktmbuf_copy(m, m->pool, 0, UINT32_MAX)) send_to(from, to, c);
+            }
+            to = p.get();
+        }
+    } else {
+        for (auto &p : ports_)
+            if (p.get() != from && std::memcmp(p->mac_, dst, 6) == 0) to = p.get();
+    }
     if (!to) {
         ++stats_.no_route;
         rte_pktmbuf_free(m);
         return;
     }
+    send_to(from, to, m);
+}
+
+void memlink::send_to(memlink_port *from, memlink_port *to, rte_mbuf *m) {
     if (m->pkt_len > cfg_.max_frame_len) {
         ++stats_.too_big;
         rte_pktmbuf_free(m);

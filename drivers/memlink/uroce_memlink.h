@@ -8,7 +8,8 @@
  *     // device A sends through a (a is its netdev), device B through b
  *     n = a->rx_burst(pkts, 32); dev_a->rx_burst(pkts, n); dev_a->poll();
  *
- * Frames are routed by destination MAC. Faults are drawn from one seeded
+ * Frames are routed by destination MAC; group addresses (broadcast,
+ * multicast) reach every other port. Faults are drawn from one seeded
  * generator in a fixed order per frame, so a run is reproducible.
  * Corruption flips one bit after the Ethernet header (the Ethernet FCS would
  * catch a flip in the header itself; the ICRC must catch the rest).
@@ -109,6 +110,7 @@ class memlink {
   private:
     friend class memlink_port;
     void send(memlink_port *from, rte_mbuf *m);
+    void send_to(memlink_port *from, memlink_port *to, rte_mbuf *m);
     double uniform();
     uint64_t next();
 

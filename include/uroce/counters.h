@@ -53,7 +53,10 @@ namespace uroce {
     X(rd_atomic_refused, "READ/atomic requests refused: max_dest_rd_atomic already outstanding")   \
     X(rd_atomic_evicted, "queued READ/atomic replays dropped to make room for a new request")      \
     X(completions, "work completions written")                                                     \
-    X(error_completions, "work completions with an error status")
+    X(error_completions, "work completions with an error status")                                  \
+    X(tlp_probes, "tail-loss probes: unacknowledged packets re-sent with AckReq after RTTs of "    \
+                  "silence (not retries)")                                                         \
+    X(tlp_recoveries, "forward progress after a tail-loss probe, before the ACK timeout")
 
 #define UROCE_DEV_COUNTERS(X)                                                                      \
     X(rx_pkts, "frames handed to rx_burst")                                                        \

@@ -99,6 +99,17 @@ struct engine_counters {
     uint64_t idle_polls = 0; /* polls that received and sent nothing */
 };
 
+/* Something more the loop drives, after the neighbours and before the
+ * transport's progress (so what it posts leaves in the same iteration):
+ * the CM on QP1 (<uroce/cm.h>) hooks in here, so the engine needs no
+ * knowledge of it. Runs on the engine's thread. */
+class UROCE_API engine_poller {
+  public:
+    virtual ~engine_poller() = default;
+    /* Returns how much work it did (0 when idle). */
+    virtual unsigned poll(uint64_t now_ns) = 0;
+};
+
 /* Exported whole: a user constructs and destroys it, so its vtable is theirs too. */
 class UROCE_API engine final : public netdev {
   public:
@@ -112,6 +123,22 @@ class UROCE_API engine final : public netdev {
     void attach(device *dev, neigh *nb) {
         dev_ = dev;
         neigh_ = nb;
+    }
+
+    /* Add or remove a poller (at most max_pollers); false when full or not found. */
+    static constexpr unsigned max_pollers = 4;
+    bool add_poller(engine_poller *p) {
+        if (n_pollers_ == max_pollers) return false;
+        pollers_[n_pollers_++] = p;
+        return true;
+    }
+    bool remove_poller(engine_poller *p) {
+        for (unsigned i = 0; i < n_pollers_; i++)
+            if (pollers_[i] == p) {
+                pollers_[i] = pollers_[--n_pollers_];
+                return true;
+            }
+        return false;
     }
 
     /* Hand received frames in; every mbuf is consumed. */
@@ -136,6 +163,8 @@ class UROCE_API engine final : public netdev {
     neigh *neigh_ = nullptr;
     engine_counters cnt_;
     uint64_t sent_since_poll_ = 0;
+    engine_poller *pollers_[max_pollers] = {};
+    unsigned n_pollers_ = 0;
 };
 
 } // namespace uroce

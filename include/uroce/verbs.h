@@ -408,6 +408,11 @@ struct device_config {
      * from the OS's random source. false: at first_qpn (0x11 by default, as
      * rxe), for golden captures and tests that expect those numbers. */
     bool random_first_qpn = true;
+    /* RC: after a few RTTs without a response, resend the last unacknowledged
+     * packet with AckReq (a tail-loss probe, doc/loss-recovery.md) instead of
+     * waiting out the local ACK timeout. Spec-conforming toward any peer;
+     * false leaves only the timeout, as rxe. */
+    bool tail_loss_probe = true;
 };
 
 /* Open a device (ibv_open_device). The device owns every object created on it. */
@@ -442,11 +447,47 @@ UROCE_API ah *create_ah(pd *p, const ah_attr &attr, verbs_error *err = nullptr);
 UROCE_API verbs_error destroy_ah(ah *a);
 
 UROCE_API qp *create_qp(pd *p, const qp_init_attr &attr, verbs_error *err = nullptr);
+/* The GSI QP, QP1 (IBTA 3.5.3, 13.5.1: a UD QP with the well-known QPN 1 and
+ * Q_Key 0x80010000): where the CM's MADs arrive. One per device; attr's
+ * qp_type must be ud. Its Q_Key cannot be changed: a datagram to QP1 with
+ * any other Q_Key is dropped and counted (ud_qkey_drops), as rxe does; it
+ * sends from source QP 1 with P_Key 0xFFFF. busy: the device has one. */
+UROCE_API qp *create_gsi_qp(pd *p, const qp_init_attr &attr, verbs_error *err = nullptr);
 /* Validates the transition and attributes as ib_modify_qp_is_ok() does. */
 UROCE_API verbs_error modify_qp(qp *q, const qp_attr &attr, unsigned attr_mask);
 UROCE_API verbs_error query_qp(qp *q, qp_attr *attr, unsigned attr_mask, qp_init_attr *init_attr);
 UROCE_API verbs_error destroy_qp(qp *q);
 UROCE_API uint32_t qp_num(const qp *q);
+
+/* ---------------------------------------------------------------- bringing a QP up */
+
+/* What a QP needs to go RESET -> INIT -> RTR -> RTS: the peer's numbers,
+ * the path and the transport's limits. The one place that knows which
+ * attribute each transition takes (rdma_cm's accept and connect, apps that
+ * trade QPNs out of band). */
+struct qp_connect_attr {
+    uint32_t dest_qp_num = 0; /* the peer's QPN (RC/UC) */
+    uint32_t sq_psn = 0;      /* our first PSN */
+    uint32_t rq_psn = 0;      /* the peer's first PSN */
+    mtu path_mtu = mtu::mtu_1024;
+    uroce::ah_attr ah_attr; /* the path to the peer (dgid, sgid_index, dmac, flow label) */
+    unsigned access = access_local_write | access_remote_write | access_remote_read |
+                      access_remote_atomic; /* INIT (RC/UC) */
+    uint32_t qkey = 0;                      /* INIT (UD) */
+    uint8_t max_rd_atomic = 1;              /* RTS: READ/atomic we may have outstanding */
+    uint8_t max_dest_rd_atomic = 1;         /* RTR: ... the peer may have at us */
+    uint8_t min_rnr_timer = 12;             /* RTR: 0.64 ms */
+    uint8_t timeout = 14;                   /* RTS: local ACK timeout, 4.096 us * 2^14 */
+    uint8_t retry_cnt = 7;
+    uint8_t rnr_retry = 7; /* 7: retry for ever */
+};
+/* Each transition alone (the CM does RTR and RTS when the handshake says),
+ * with the attributes the QP's type takes. */
+UROCE_API verbs_error modify_qp_to_init(qp *q, const qp_connect_attr &a);
+UROCE_API verbs_error modify_qp_to_rtr(qp *q, const qp_connect_attr &a);
+UROCE_API verbs_error modify_qp_to_rts(qp *q, const qp_connect_attr &a);
+/* From RESET or INIT all the way to RTS. */
+UROCE_API verbs_error connect_qp(qp *q, const qp_connect_attr &a);
 
 /* ---------------------------------------------------------------- counters (<uroce/counters.h>) */
 

@@ -165,6 +165,8 @@ void cm_agent::on_req(const cm_peer &from, const cm_mad_view &v, uint64_t now_ns
     by_remote_[{r.local_comm_id(), from.addr.raw}] = id;
     cnt_.conns_created++;
     c->receive_req(v);
+    /* The endpoint refused it at once (cm.c: the listener's handler failed). */
+    if (c->state() == cm_state::idle) erase(id);
 }
 
 void cm_agent::receive(const cm_peer &from, const uint8_t *payload, size_t len, uint64_t now_ns) {
@@ -174,7 +176,21 @@ void cm_agent::receive(const cm_peer &from, const uint8_t *payload, size_t len, 
         cnt_.mad_refused[size_t(e)]++;
         return;
     }
-    if (v.info->attr == cm_attr::req) return on_req(from, v, now_ns);
+    switch (v.info->attr) {
+    case cm_attr::req:
+        return on_req(from, v, now_ns);
+    case cm_attr::sidr_req:
+    case cm_attr::sidr_rep:
+        msg_cnt_.received[unsigned(v.info->attr) - unsigned(cm_attr::req)]++;
+        if (!ep_.sidr(from, v, now_ns)) cnt_.drops[size_t(cm_drop::sidr_unhandled)]++;
+        return;
+    case cm_attr::lap:
+    case cm_attr::apr:
+        cnt_.drops[size_t(cm_drop::not_sent)]++;
+        return;
+    default:
+        break;
+    }
     /* Every other message names our comm ID as its remote one; REJ and MRA
      * of a REQ may carry 0 as theirs (IBTA 12.6.6: they name ours). */
     const uint32_t ours = load_be32(v.msg + 4);

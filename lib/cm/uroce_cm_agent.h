@@ -43,6 +43,7 @@ namespace uroce {
 struct cm_peer {
     gid addr;
     uint32_t qpn = gsi_qpn;
+    gid local; /* our GID the peer reached us on, or we send from (zero: by family) */
 };
 
 /* Why a MAD was dropped, or refused with a REJ, beside mad_error. */
@@ -51,7 +52,9 @@ struct cm_peer {
     X(req_no_listener, "REQ for a service nobody listens on: REJ invalid service ID")              \
     X(req_half_open_full, "REQ beyond max_half_open connections: REJ no resources")                \
     X(req_not_rc, "REQ for a transport other than RC/UC: REJ invalid transport type")              \
-    X(stale_dreq, "DREQ for a comm ID we no longer have: DREP sent")
+    X(stale_dreq, "DREQ for a comm ID we no longer have: DREP sent")                               \
+    X(sidr_unhandled, "SIDR_REQ or SIDR_REP where nobody handles SIDR")                            \
+    X(not_sent, "LAP or APR (no alternate paths on RoCE)")
 
 enum class cm_drop : uint8_t {
 #define X(name, desc) name,
@@ -77,8 +80,16 @@ class cm_agent {
         virtual bool qp_to_rts(cm_conn &c, const cm_rep &rep) = 0;
         virtual void qp_established(cm_conn &c) = 0;
         virtual void qp_to_error(cm_conn &c) = 0;
-        /* Every connection event (the rdma_cm layer's input). */
+        /* Every connection event (the rdma_cm layer's input). On
+         * connect_request the endpoint may reject at once (c.reject()):
+         * the agent then frees the connection. */
         virtual void event(cm_conn &c, cm_conn_event e) = 0;
+        /* SIDR_REQ and SIDR_REP (IBTA 12.11: no connection, no comm ID);
+         * false: nobody handles SIDR here (counted as sidr_unhandled). */
+        virtual bool sidr(const cm_peer &from, const cm_mad_view &v, uint64_t now_ns) {
+            (void)from, (void)v, (void)now_ns;
+            return false;
+        }
     };
 
     struct config {
@@ -111,7 +122,7 @@ class cm_agent {
      * leaving. now_ns times the DREQ's retries and the timewait. */
     void destroy(cm_conn *c, uint64_t now_ns);
 
-    const cm_counters &msg_counters() const { return msg_cnt_; }
+    const cm_msg_counters &msg_counters() const { return msg_cnt_; }
     const cm_agent_counters &counters() const { return cnt_; }
     size_t conn_count() const { return conns_.size(); }
     unsigned half_open() const;
@@ -136,7 +147,7 @@ class cm_agent {
     /* Passive connections by the peer's comm ID and GID (IBTA 12.9.5: the
      * pair names the active side's connection): a retried REQ finds its own. */
     std::map<std::pair<uint32_t, std::array<uint8_t, 16>>, uint32_t> by_remote_;
-    cm_counters msg_cnt_;
+    cm_msg_counters msg_cnt_;
     cm_agent_counters cnt_;
 };
 

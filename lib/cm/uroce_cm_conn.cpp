@@ -3,6 +3,7 @@
  */
 #include "uroce_cm_conn.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace uroce {
@@ -62,9 +63,15 @@ bool cm_conn::connect(const cm_req_params &p, uint64_t now_ns) {
     return true;
 }
 
+void cm_conn::keep_private(const cm_mad_view &v) {
+    private_len_ = uint8_t(std::min<size_t>(v.info->private_len, sizeof(private_)));
+    std::memcpy(private_, v.private_data(), private_len_);
+}
+
 void cm_conn::receive_req(const cm_mad_view &v) {
     const cm_req &r = *v.as<cm_req>();
     cnt_.received[attr_index(cm_attr::req)]++;
+    keep_private(v);
     tid_ = v.hdr->tid();
     remote_comm_id_ = r.local_comm_id();
     remote_qpn_ = r.local_qpn();
@@ -121,6 +128,8 @@ bool cm_conn::disconnect(uint64_t now_ns, cm_private pd) {
 void cm_conn::receive(const cm_mad_view &v, uint64_t now_ns) {
     const cm_attr attr = v.info->attr;
     if (attr_index(attr) < std::size(cnt_.received)) cnt_.received[attr_index(attr)]++;
+    /* A duplicate REQ says nothing new; keep the first one's data. */
+    if (attr != cm_attr::req) keep_private(v);
     switch (attr) {
     case cm_attr::req:
         /* The peer did not hear our answer: answer again from the state. */

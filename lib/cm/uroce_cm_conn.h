@@ -84,7 +84,7 @@ class cm_conn_owner {
 };
 
 /* Counters of one CM agent, shared by its connections. */
-struct cm_counters {
+struct cm_msg_counters {
     uint64_t sent[16] = {};     /* by attribute ID - 0x10 */
     uint64_t received[16] = {}; /* by attribute ID - 0x10 */
     uint64_t retries = 0;       /* REQ, REP, DREQ sent again after a timeout */
@@ -101,7 +101,7 @@ class cm_conn {
     static constexpr uint8_t default_packet_lifetime = 16;  /* CMA_IBOE_PACKET_LIFETIME */
     static constexpr uint8_t default_max_retries = 15;      /* CMA_MAX_CM_RETRIES */
 
-    cm_conn(cm_conn_owner &owner, cm_counters &cnt, uint32_t local_comm_id)
+    cm_conn(cm_conn_owner &owner, cm_msg_counters &cnt, uint32_t local_comm_id)
         : owner_(owner), cnt_(cnt), local_comm_id_(local_comm_id) {}
 
     /* ---- local calls; false when the state does not allow them */
@@ -129,6 +129,10 @@ class cm_conn {
     uint16_t last_rej_reason() const { return rej_reason_; }
     const cm_req_params &req() const { return req_; } /* sent (active) or received (passive) */
     unsigned retries_left() const { return retries_left_; }
+    /* The private data of the last message received (the REQ's on the
+     * passive side until another arrives): what rdma_cm hands its user. */
+    const uint8_t *last_private() const { return private_; }
+    size_t last_private_len() const { return private_len_; }
 
     /* 4.096 us * 2^exp, in ns (IBTA 12.7.27's unit), saturating. */
     static uint64_t timeout_ns(uint8_t exp);
@@ -151,7 +155,7 @@ class cm_conn {
     void on_mra(const cm_mad_view &v, uint64_t now_ns);
 
     cm_conn_owner &owner_;
-    cm_counters &cnt_;
+    cm_msg_counters &cnt_;
     cm_state state_ = cm_state::idle;
     bool active_ = false; /* we sent the REQ */
     uint32_t local_comm_id_;
@@ -161,7 +165,10 @@ class cm_conn {
     uint32_t remote_psn_ = 0;
     uint16_t rej_reason_ = 0;
     cm_req_params req_;
+    void keep_private(const cm_mad_view &v);
     uint8_t last_sent_[mad_size] = {}; /* what a retry or a duplicate sends again */
+    uint8_t private_[224] = {};        /* the most any CM message carries (RTU, DREP) */
+    uint8_t private_len_ = 0;
     uint64_t deadline_ = UINT64_MAX;
     uint64_t retry_interval_ = 0;
     unsigned retries_left_ = 0;

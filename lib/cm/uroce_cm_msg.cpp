@@ -121,6 +121,26 @@ void build_cm_mra(uint8_t *mad, uint64_t tid, uint32_t local, uint32_t remote, c
     put_private(mad, cm_attr::mra, pd);
 }
 
+void build_cm_sidr_req(uint8_t *mad, uint64_t tid, uint32_t request_id, uint64_t service_id,
+                       cm_private pd) {
+    cm_sidr_req &m = start<cm_sidr_req>(mad, cm_attr::sidr_req, tid);
+    m.set_request_id(request_id);
+    m.set_pkey(0xffff);
+    m.set_service_id(service_id);
+    put_private(mad, cm_attr::sidr_req, pd);
+}
+
+void build_cm_sidr_rep(uint8_t *mad, uint64_t tid, uint32_t request_id, cm_sidr_status status,
+                       uint32_t qpn, uint64_t service_id, uint32_t qkey, cm_private pd) {
+    cm_sidr_rep &m = start<cm_sidr_rep>(mad, cm_attr::sidr_rep, tid);
+    m.set_request_id(request_id);
+    m.status = uint8_t(status);
+    m.set_qpn(qpn);
+    m.set_service_id(service_id);
+    m.set_qkey(qkey);
+    put_private(mad, cm_attr::sidr_rep, pd);
+}
+
 cm_req_params cm_req_params_of(const cm_req &m) {
     cm_req_params p;
     p.local_comm_id = m.local_comm_id();

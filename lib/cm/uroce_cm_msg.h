@@ -93,6 +93,12 @@ void build_cm_rej(uint8_t *mad, uint64_t tid, uint32_t local_comm_id, uint32_t r
 void build_cm_mra(uint8_t *mad, uint64_t tid, uint32_t local_comm_id, uint32_t remote_comm_id,
                   cm_msg_ref mraed, uint8_t service_timeout, cm_private pd = {});
 
+/* SIDR (IBTA 12.11): a UD service's QPN and Q_Key for its service ID. */
+void build_cm_sidr_req(uint8_t *mad, uint64_t tid, uint32_t request_id, uint64_t service_id,
+                       cm_private pd = {});
+void build_cm_sidr_rep(uint8_t *mad, uint64_t tid, uint32_t request_id, cm_sidr_status status,
+                       uint32_t qpn, uint64_t service_id, uint32_t qkey, cm_private pd = {});
+
 /* The other way: a received REQ or REP's fields as parameters (as seen from
  * its sender: its local comm ID, QPN and GID are its own). The private data
  * points into the message. build_cm_req(mad, tid, cm_req_params_of(m))

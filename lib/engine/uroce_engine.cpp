@@ -81,6 +81,11 @@ unsigned engine::poll() {
             rte_pktmbuf_free_bulk(out + sent, n_out - sent);
         }
     }
+    if (n_pollers_) {
+        const uint64_t now = now_ns();
+        for (unsigned i = 0; i < n_pollers_; i++)
+            pollers_[i]->poll(now);
+    }
     if (dev_) dev_->poll();
     unsigned sent = unsigned(sent_since_poll_);
     sent_since_poll_ = 0;

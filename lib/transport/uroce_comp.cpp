@@ -126,6 +126,7 @@ static void record_forward_progress(qp *q) {
         comp_arm_retrans(q);
     else
         q->dev->timers().cancel(q->retrans_timer);
+    loss_on_progress(q);
 }
 
 /* Retry after a timeout or a sequence error. retry_cnt counts retries: 7
@@ -154,6 +155,7 @@ void comp_retrans_timeout(void *arg) {
     if (q->type != qp_type::rc || (q->state != qp_state::rts && q->state != qp_state::sqd)) return;
     if (q->req.rnr_wait || !comp_outstanding(q)) return;
     ++q->cnt.timeouts;
+    q->loss.probes = 0; /* the go-back-N resend starts a new period */
     retry(q, true);
 }
 
@@ -434,7 +436,10 @@ void comp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
      * our retry): restart the retransmit timer (IBTA 9.7.6.1.3; rxe's
      * completer re-arms it whenever it has drained its responses). Only
      * forward progress resets the retry counters. */
-    if (comp_outstanding(q) && !fused) comp_arm_retrans(q); /* fused: by do_read, if good */
+    if (comp_outstanding(q) && !fused) { /* fused: by do_read's forward progress, if good */
+        comp_arm_retrans(q);
+        loss_on_response(q);
+    }
     const uint8_t syndrome = p.aeth() ? p.aeth()->syndrome : 0;
     const bool is_ack = p.opcode == to_u8(ib_opcode::rc_acknowledge);
     const bool positive_ack = is_ack && aeth_syndrome::type(syndrome) == aeth_syndrome::type_ack;

@@ -50,6 +50,7 @@ device::~device() {
         if (q) {
             timers_.cancel(q->retrans_timer);
             timers_.cancel(q->rnr_timer);
+            timers_.cancel(q->probe_timer);
         }
     tx_flush();
     if (tx_n_) rte_pktmbuf_free_bulk(tx_q_, tx_n_); /* the port took no more */
@@ -234,18 +235,50 @@ qp *device::create_qp(pd *p, const qp_init_attr &a, verbs_error *err) {
         }
     }
     if (!found) return fail(verbs_error::nomem);
+    qp *q = add_qp(p, a, qpn_base_ + slot, err);
+    if (!q) return nullptr;
+    next_qpn_ = (slot + 1) % uint32_t(qps_.size());
+    qps_[slot] = q;
+    return q;
+}
+
+qp *device::create_gsi_qp(pd *p, const qp_init_attr &a, verbs_error *err) {
+    if (gsi_) {
+        if (err) *err = verbs_error::busy;
+        return nullptr;
+    }
+    if (a.qp_type != qp_type::ud || a.srq) {
+        if (err) *err = verbs_error::inval;
+        return nullptr;
+    }
+    qp *q = add_qp(p, a, gsi_qp_num, err);
+    if (!q) return nullptr;
+    /* IBTA 13.4.6.1: QP1's Q_Key is the GSI's, never another (qp_modify
+     * refuses a change); the UD receive path then drops any datagram to QP1
+     * with another Q_Key and counts it (ud_qkey_drops), as rxe_recv.c
+     * check_keys does for QP1. */
+    q->attr.qkey = gsi_qp_qkey;
+    gsi_ = q;
+    return q;
+}
+
+/* The part of QP creation common to the table's QPs and QP1. */
+qp *device::add_qp(pd *p, const qp_init_attr &a, uint32_t qpn, verbs_error *err) {
+    auto fail = [err](verbs_error e) -> qp * {
+        if (err) *err = e;
+        return nullptr;
+    };
     auto q = std::make_unique<qp>();
     q->dev = this;
     q->pd = p;
-    q->qpn = qpn_base_ + slot;
+    q->qpn = qpn;
     verbs_error e = qp_init(q.get(), a);
     if (e != verbs_error::ok) return fail(e);
     if (q->type == qp_type::ud) {
-        /* the UD source port is per QP (rxe_qp.c) */
+        /* the UD source port is per QP, QP1's too (rxe_qp.c: 0xC000 +
+         * hash_32(qpn, 14)); sends from an AH use it (uroce_req.cpp) */
         q->path.udp_sport = ud_udp_sport(q->qpn);
     }
-    next_qpn_ = (slot + 1) % uint32_t(qps_.size());
-    qps_[slot] = q.get();
     ++p->usecnt;
     ++q->scq->usecnt;
     ++q->rcq->usecnt;
@@ -258,6 +291,7 @@ qp *device::create_qp(pd *p, const qp_init_attr &a, verbs_error *err) {
 verbs_error device::destroy_qp(qp *q) {
     timers_.cancel(q->retrans_timer);
     timers_.cancel(q->rnr_timer);
+    timers_.cancel(q->probe_timer);
     /* unlink from the progress list */
     qp **pp = &sched_head_;
     while (*pp) {
@@ -267,7 +301,10 @@ verbs_error device::destroy_qp(qp *q) {
         }
         pp = &(*pp)->sched_next;
     }
-    qps_[q->qpn - qpn_base_] = nullptr;
+    if (q == gsi_)
+        gsi_ = nullptr;
+    else
+        qps_[q->qpn - qpn_base_] = nullptr;
     qp_counters_add(dead_qp_cnt_, q->cnt);
     --q->pd->usecnt;
     --q->scq->usecnt;

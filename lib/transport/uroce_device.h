@@ -103,7 +103,10 @@ class device {
     uint16_t next_ip_id() { return ip_id_++; }
     qp *lookup_qp(uint32_t qpn) const {
         uint32_t i = qpn - qpn_base_;
-        return i < qps_.size() ? qps_[i] : nullptr;
+        if (i < qps_.size()) [[likely]]
+            return qps_[i];
+        /* QP1 lies below the table (first_qpn >= 2): only a miss pays for it. */
+        return qpn == gsi_qp_num ? gsi_ : nullptr;
     }
     bool has_gid(const gid &g) const;
     /* The ICRC check of the frame being received (uroce_recv.cpp); deferred
@@ -129,6 +132,7 @@ class device {
     }
     /* Each live QP, in QPN order (the QP table is indexed by qpn - qpn_base). */
     template <class F> void for_each_qp(F &&fn) const {
+        if (gsi_) fn(static_cast<const qp *>(gsi_));
         for (const qp *q : qps_)
             if (q) fn(q);
     }
@@ -145,6 +149,8 @@ class device {
     ah *create_ah(pd *p, const ah_attr &a, verbs_error *err);
     verbs_error destroy_ah(ah *a);
     qp *create_qp(pd *p, const qp_init_attr &a, verbs_error *err);
+    /* QP1 (verbs.h create_gsi_qp): a UD QP outside the QP table. */
+    qp *create_gsi_qp(pd *p, const qp_init_attr &a, verbs_error *err);
     verbs_error destroy_qp(qp *q);
     /* Resolve an address vector against the GID table into a path. */
     verbs_error resolve_path(const ah_attr &a, uint32_t src_qpn, uint32_t dst_qpn, qp_type t,
@@ -152,6 +158,7 @@ class device {
 
   private:
     void rx_one(rte_mbuf *m);
+    qp *add_qp(pd *p, const qp_init_attr &a, uint32_t qpn, verbs_error *err);
     unsigned run_scheduled();
 
     device_config cfg_;
@@ -162,6 +169,7 @@ class device {
     qp_counters dead_qp_cnt_; /* counters of destroyed QPs */
     uint32_t qpn_base_;       /* device_config::first_qpn */
     std::vector<qp *> qps_;   /* index qpn - qpn_base_ */
+    qp *gsi_ = nullptr;       /* QP1, when created */
     uint32_t next_qpn_ = 0;
     std::vector<std::unique_ptr<pd>> pds_;
     std::vector<std::unique_ptr<mr>> mrs_owned_;

@@ -178,6 +178,8 @@ verbs_error qp_init(qp *q, const qp_init_attr &a) {
     q->retrans_timer.arg = q;
     q->rnr_timer.fn = comp_rnr_timeout;
     q->rnr_timer.arg = q;
+    q->probe_timer.fn = loss_probe_timeout;
+    q->probe_timer.arg = q;
     q->attr.cap = q->cap;
     q->attr.qp_state = qp_state::reset;
     q->state = qp_state::reset;
@@ -195,6 +197,7 @@ static void qp_reset(qp *q) {
     if (!q->srq) q->rq.init(q->cap.max_recv_wr, q->cap.max_recv_sge);
     q->req = decltype(q->req){};
     q->comp = decltype(q->comp){};
+    loss_reset(q);
     resp_reset(q);
 }
 
@@ -239,6 +242,7 @@ void qp_to_error(qp *q) {
     q->attr.qp_state = qp_state::err;
     q->dev->timers().cancel(q->retrans_timer);
     q->dev->timers().cancel(q->rnr_timer);
+    q->dev->timers().cancel(q->probe_timer);
     q->req.need_retry = false;
     q->req.rnr_wait = false;
     q->resp.ack_pending = false;
@@ -284,6 +288,9 @@ verbs_error qp_modify(qp *q, const qp_attr &a, unsigned mask) {
     if (!qp_modify_is_ok(cur, next, q->type, mask)) return verbs_error::inval;
     verbs_error e = validate_values(q, a, mask);
     if (e != verbs_error::ok) return e;
+    /* QP1's Q_Key is the GSI's (IBTA 13.4.6.1). */
+    if (q->qpn == gsi_qp_num && (mask & qp_attr_qkey) && a.qkey != gsi_qp_qkey)
+        return verbs_error::inval;
 
     roce_path path = q->path;
     if (mask & qp_attr_av) {

@@ -25,7 +25,8 @@ namespace uroce {
 struct cq;
 
 /* Transport limits (rxe_param.h values where rxe has one). */
-inline constexpr uint32_t max_unacked_psns = 128; /* requester window */
+inline constexpr uint32_t max_unacked_psns = 128; /* requester window, at most */
+inline constexpr uint32_t min_unacked_psns = 16;  /* the BDP cap's floor */
 inline constexpr uint32_t ack_req_interval = 32;  /* AckReq at least every N packets */
 inline constexpr uint32_t max_sge_limit = 32;
 inline constexpr uint32_t max_inline_limit = 512;
@@ -34,6 +35,9 @@ inline constexpr uint32_t max_rd_atomic_limit = 128;
 inline constexpr uint32_t max_msg_size = 1u << 31;
 inline constexpr uint32_t resp_burst = 64; /* read-response packets per QP per poll */
 inline constexpr uint32_t req_burst = 64;  /* request packets per QP per poll */
+/* The GSI QP (IBTA 3.5.3, 13.4.6.1): QPN 1, its well-known Q_Key fixed. */
+inline constexpr uint32_t gsi_qp_num = 1;
+inline constexpr uint32_t gsi_qp_qkey = 0x80010000u;
 
 enum class wqe_state : uint8_t { posted, issued, done, error };
 
@@ -176,8 +180,29 @@ struct qp {
         uint32_t reply_fifo_tail = 0;
     } resp;
 
+    /* Loss recovery beyond the spec's minimum (uroce_loss.cpp): the RTT
+     * estimate, the tail-loss probe and selective repeat. */
+    struct {
+        /* RTT, RFC 6298's estimator on one timed PSN at a time (Karn: a
+         * sample ends unused when that PSN is sent again) */
+        uint64_t srtt_ns = 0;
+        uint64_t rttvar_ns = 0;
+        uint64_t min_rtt_ns = 0;
+        uint64_t rtt_start_ns = 0;
+        uint32_t rtt_psn = 0;
+        bool rtt_timing = false;
+        uint32_t rtt_comp_psn = 0; /* comp.psn when the timed PSN left */
+        /* delivery rate (PSNs per second, a decaying maximum) and the
+         * in-flight cap it gives: about two bandwidth-delay products */
+        uint64_t delivery_pps = 0;
+        uint32_t window = max_unacked_psns;
+        /* tail-loss probes sent since the last forward progress */
+        uint8_t probes = 0;
+    } loss;
+
     timer_node retrans_timer;
     timer_node rnr_timer;
+    timer_node probe_timer;
     qp_counters cnt;
 
     /* device scheduling list */
@@ -210,6 +235,18 @@ void comp_retrans_timeout(void *arg);
 void comp_rnr_timeout(void *arg);
 void comp_arm_retrans(qp *q);
 bool comp_outstanding(const qp *q);
+
+/* ---- uroce_loss.cpp: RTT estimate and tail-loss probe (every peer) */
+void loss_on_send(qp *q, uint32_t psn, bool ack_req, bool resend);
+void loss_on_progress(qp *q);
+void loss_on_response(qp *q);
+void loss_reset(qp *q);
+void loss_probe_timeout(void *arg);
+uint64_t loss_probe_delay_ns(const qp *q);
+/* Resend the packet at psn (a PSN sent and not yet acknowledged), rebuilt
+ * from its WQE, with AckReq; the requester's position is not touched
+ * (uroce_req.cpp). false when it could not be built. */
+bool req_resend_psn(qp *q, uint32_t psn);
 
 /* ---- uroce_resp.cpp: responder */
 void resp_rcv(qp *q, const roce_packet &p, rte_mbuf *m);

@@ -228,9 +228,15 @@ static void fail_wqe_local_access(qp *q, send_wqe &w) {
     }
 }
 
-/* Send one packet of the current WQE; false when out of mbufs or when its
- * local memory is no longer registered. */
-static bool send_one(qp *q, send_wqe &w) {
+enum class build_status { ok, no_mbuf, local_access };
+
+/* One request packet of WQE w: the one at byte offset off, with PSN psn.
+ * Everything a packet carries comes from the WQE, so a first send, a
+ * go-back-N resend and a probe build it the same way. ack_req is the
+ * packet's AckReq bit unless it is the message's last packet (always set). */
+static build_status build_req_pkt(qp *q, const send_wqe &w, uint32_t psn, uint64_t off,
+                                  bool ack_req, rte_mbuf **out, uint32_t *payload_out,
+                                  uint32_t *npsn_out, bool *last_out) {
     device *d = q->dev;
     bth_fields b;
     ext_fields x;
@@ -242,7 +248,7 @@ static bool send_one(qp *q, send_wqe &w) {
     uint32_t npsn = 1;
     bool last_pkt = true;
     const hdr_template *hdr = &q->hdr;
-    uint32_t psn = q->req.psn;
+    hdr_template ud_hdr;
     const wr_opcode_info &op = wr_opcode_lookup(w.opcode);
 
     if (q->type == qp_type::ud) {
@@ -254,15 +260,18 @@ static bool send_one(qp *q, send_wqe &w) {
         x.src_qp = q->qpn;
         x.imm_raw = w.imm_data;
         payload = uint32_t(w.length);
-        hdr = &w.ah->hdr;
-        if (!local_range_ok(q, w, 0, payload)) {
-            fail_wqe_local_access(q, w);
-            return false;
-        }
+        /* The AH's headers with the QP's own UDP source port: rxe sends a UD
+         * QP's datagrams (QP1's MADs too) from 0xC000 + hash_32(qpn, 14),
+         * whatever the AH (rxe_qp.c src_port; ud_udp_sport()). */
+        ud_hdr = w.ah->hdr;
+        reinterpret_cast<udp_hdr *>(ud_hdr.bytes + ud_hdr.l2_len + ud_hdr.l3_len)
+            ->set_src_port(q->path.udp_sport);
+        hdr = &ud_hdr;
+        if (!local_range_ok(q, w, 0, payload)) return build_status::local_access;
     } else if (op.has(wr_flag::read)) {
-        uint64_t rem = w.length - q->req.offset;
+        uint64_t rem = w.length - off;
         b.opcode = to_u8(ib_opcode::rc_rdma_read_request);
-        x.va = w.remote_addr + q->req.offset;
+        x.va = w.remote_addr + off;
         x.rkey = w.rkey;
         x.dma_length = uint32_t(rem);
         /* IBTA 9.7.4.1.3: a READ of n bytes consumes ceil(n / MTU) PSNs (at least one). */
@@ -275,14 +284,11 @@ static bool send_one(qp *q, send_wqe &w) {
         x.swap_add = w.opcode == wr_opcode::atomic_cmp_and_swp ? w.swap : w.compare_add;
         x.compare = w.compare_add;
     } else {
-        uint64_t rem = w.length - q->req.offset;
-        bool first = q->req.offset == 0;
+        uint64_t rem = w.length - off;
+        bool first = off == 0;
         last_pkt = rem <= q->mtu;
         payload = last_pkt ? uint32_t(rem) : q->mtu;
-        if (!local_range_ok(q, w, q->req.offset, payload)) {
-            fail_wqe_local_access(q, w);
-            return false;
-        }
+        if (!local_range_ok(q, w, off, payload)) return build_status::local_access;
         b.opcode = pick_opcode(q->type, w.opcode, first, last_pkt);
         if (first) {
             x.va = w.remote_addr;
@@ -293,29 +299,56 @@ static bool send_one(qp *q, send_wqe &w) {
             x.rkey = w.invalidate_rkey; /* IETH; no ImmDt on these opcodes */
         else
             x.imm_raw = w.imm_data;
-        src.offset = q->req.offset;
+        src.offset = off;
     }
     if (q->type != qp_type::ud) b.dest_qp = q->attr.dest_qp_num;
     b.psn = psn;
     b.solicited = last_pkt && (w.flags & send_solicited);
-    /* AckReq on the last packet of a message and at least every
-     * ack_req_interval packets (IBTA 9.7.6.1.2 leaves the choice to the requester). */
-    if (q->type == qp_type::rc) {
-        ++q->req.pkts_since_ack_req;
-        if (last_pkt || q->req.pkts_since_ack_req >= ack_req_interval) {
-            b.ack_req = true;
-            q->req.pkts_since_ack_req = 0;
-        }
-    }
+    b.ack_req = q->type == qp_type::rc && (ack_req || last_pkt);
     rte_mbuf *m = pkt_build(d->pool(), *hdr, b, x, &src, payload, d->next_ip_id());
     if (!m) {
         ++d->cnt().tx_alloc_fail;
+        return build_status::no_mbuf;
+    }
+    *out = m;
+    *payload_out = payload;
+    *npsn_out = npsn;
+    *last_out = last_pkt;
+    return build_status::ok;
+}
+
+/* Send one packet of the current WQE; false when out of mbufs or when its
+ * local memory is no longer registered. */
+static bool send_one(qp *q, send_wqe &w) {
+    device *d = q->dev;
+    const uint32_t psn = q->req.psn;
+    const wr_opcode_info &op = wr_opcode_lookup(w.opcode);
+    /* AckReq on the last packet of a message and at least every
+     * ack_req_interval packets (IBTA 9.7.6.1.2 leaves the choice to the requester). */
+    const bool ack_req_due = q->req.pkts_since_ack_req + 1 >= ack_req_interval;
+    rte_mbuf *m;
+    uint32_t payload, npsn;
+    bool last_pkt;
+    switch (build_req_pkt(q, w, psn, q->req.offset, ack_req_due, &m, &payload, &npsn, &last_pkt)) {
+    case build_status::ok:
+        break;
+    case build_status::local_access:
+        fail_wqe_local_access(q, w);
         return false;
+    case build_status::no_mbuf:
+        return false;
+    }
+    if (q->type == qp_type::rc) {
+        if (ack_req_due || last_pkt)
+            q->req.pkts_since_ack_req = 0;
+        else
+            ++q->req.pkts_since_ack_req;
     }
     d->tx(m);
     ++q->cnt.tx_pkts;
     q->cnt.tx_bytes += payload;
-    if (q->type == qp_type::rc && psn_diff(psn, q->req.max_psn_sent) < 0) ++q->cnt.retrans_pkts;
+    const bool resend = q->type == qp_type::rc && psn_diff(psn, q->req.max_psn_sent) < 0;
+    if (resend) ++q->cnt.retrans_pkts;
     q->req.psn = psn_add(psn, npsn);
     if (psn_diff(q->req.psn, q->req.max_psn_sent) > 0) q->req.max_psn_sent = q->req.psn;
 
@@ -331,6 +364,7 @@ static bool send_one(qp *q, send_wqe &w) {
             ++q->req.wqe;
         }
         if (!q->retrans_timer.armed()) comp_arm_retrans(q);
+        loss_on_send(q, psn, ack_req_due || last_pkt, resend);
     } else {
         /* UC and UD: no responses; the WQE completes once its last packet is out. */
         q->req.offset += payload;
@@ -341,6 +375,40 @@ static bool send_one(qp *q, send_wqe &w) {
             comp_complete_wqe(q, w);
         }
     }
+    return true;
+}
+
+/* The issued WQE whose PSN range holds psn, or nullptr. */
+static send_wqe *wqe_for_psn(qp *q, uint32_t psn) {
+    for (uint32_t i = q->sq_comp; i != q->sq_head; ++i) {
+        send_wqe &w = sq_at(q, i);
+        if (w.state != wqe_state::issued) return nullptr;
+        if (psn_diff(psn, w.first_psn) >= 0 && psn_diff(psn, w.last_psn) <= 0) return &w;
+    }
+    return nullptr;
+}
+
+bool req_resend_psn(qp *q, uint32_t psn) {
+    if (q->type != qp_type::rc) return false;
+    send_wqe *w = wqe_for_psn(q, psn);
+    if (!w) return false;
+    /* A READ is asked again from this PSN on (a duplicate READ for the
+     * rest of the range, IBTA 9.7.5.1.4, as a go-back-N resend asks it);
+     * an atomic is one PSN. */
+    uint64_t off = 0;
+    if (!wr_opcode_lookup(w->opcode).has(wr_flag::atomic)) {
+        off = uint64_t(psn_diff(psn, w->first_psn)) * q->mtu;
+        if (off > w->length) return false;
+    }
+    rte_mbuf *m;
+    uint32_t payload, npsn;
+    bool last_pkt;
+    if (build_req_pkt(q, *w, psn, off, true, &m, &payload, &npsn, &last_pkt) != build_status::ok)
+        return false;
+    q->dev->tx(m);
+    ++q->cnt.tx_pkts;
+    q->cnt.tx_bytes += payload;
+    loss_on_send(q, psn, true, true);
     return true;
 }
 
@@ -355,8 +423,7 @@ unsigned req_process(qp *q, unsigned budget) {
         if (q->state == qp_state::sqd && q->req.offset == 0 &&
             sq_at(q, q->req.wqe).state == wqe_state::posted)
             break;
-        if (q->type == qp_type::rc &&
-            psn_diff(q->req.psn, q->comp.psn) >= int32_t(max_unacked_psns))
+        if (q->type == qp_type::rc && psn_diff(q->req.psn, q->comp.psn) >= int32_t(q->loss.window))
             break;
         send_wqe &w = sq_at(q, q->req.wqe);
         if (w.state == wqe_state::error) break;

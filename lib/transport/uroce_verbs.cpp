@@ -195,6 +195,11 @@ verbs_error query_qp(qp *q, qp_attr *attr, unsigned /*attr_mask*/, qp_init_attr 
     }
     return verbs_error::ok;
 }
+qp *create_gsi_qp(pd *p, const qp_init_attr &attr, verbs_error *err) {
+    if (!p) return set_err<qp>(err, verbs_error::inval);
+    return p->dev->create_gsi_qp(p, attr, err);
+}
+
 verbs_error destroy_qp(qp *q) {
     return q ? q->dev->destroy_qp(q) : verbs_error::inval;
 }

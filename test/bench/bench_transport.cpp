@@ -15,15 +15,14 @@
  *               free, header template, BTH, payload copy, ICRC) for each
  *               header shape, IPv4 also with checksum offload (the field
  *               left to the NIC),
- * and prints each transport figure as a fraction of its ceiling. Both ends
- * run on this one core, so each side gets half of it.
- *
  *   fused     - (--only fused) SEND 64 B / 4 KB and WRITE 4 KB / 64 KB with the
  *               payload copy fused with the ICRC on and off, alternately, in
  *               the same run (--reps pairs), with the on/off ratios,
+ * and prints each transport figure as a fraction of its ceiling. Both ends
+ * run on this one core, so each side gets half of it.
  *
- *   bench_transport [--seconds S] [--only send|write4k|write64k|channel|ceil|pkt|fused]
- *                   [--no-ceilings] [--reps N]
+ *   bench_transport [--seconds S] [--only send|write4k|write64k|channel|ceil|pkt|loss|fused]
+ *                   [--no-ceilings] [--reps N] [--verbose]
  */
 #include <pthread.h>
 #include <unistd.h>
@@ -58,6 +57,7 @@ namespace {
 
 double seconds = 1.5;
 int fused_reps = 3; /* --only fused: alternating on/off pairs */
+bool verbose = false;
 rte_mempool *pool;
 const uint8_t mac_a[6] = {2, 0, 0, 0, 0, 0xa}, mac_b[6] = {2, 0, 0, 0, 0, 0xb};
 
@@ -131,12 +131,29 @@ struct side {
     qp *q;
 };
 
+/* The link and loss recovery of a run (the loss benchmark). */
+struct link_mode {
+    double drop = 0; /* random loss, each frame either way */
+    uint64_t seed = 1;
+    bool tlp = true; /* device_config::tail_loss_probe */
+    bool sr = false; /* qp_attr::selective_repeat on both QPs */
+};
+
+static memlink_config link_config(const link_mode &lm) {
+    memlink_config c;
+    c.drop = lm.drop;
+    c.seed = lm.seed;
+    return c;
+}
+
 struct pair_t {
-    memlink link{memlink_config{}};
+    link_mode lm;
+    memlink link;
     side a{}, b{};
 
     void open(side &s, memlink_port *p, uint32_t ip) {
         device_config cfg;
+        cfg.tail_loss_probe = lm.tlp;
         cfg.dev = p;
         cfg.pool = pool;
         cfg.gids[0] = gid::from_ipv4(ip);
@@ -182,7 +199,7 @@ struct pair_t {
                   qp_attr_state | qp_attr_sq_psn | qp_attr_timeout | qp_attr_retry_cnt |
                       qp_attr_rnr_retry | qp_attr_max_qp_rd_atomic);
     }
-    explicit pair_t(mtu m) {
+    explicit pair_t(mtu m, const link_mode &mode = {}) : lm(mode), link(link_config(mode)) {
         open(a, link.add_port(mac_a), 0x0a000001);
         open(b, link.add_port(mac_b), 0x0a000002);
         connect(a, b, mac_b, 0x0a000002, m);
@@ -210,11 +227,12 @@ struct result {
     double gbit_per_s;
     uint64_t retransmits;
     double cpu_share; /* CPU seconds / wall seconds during the run */
+    uint64_t timeouts = 0, probes = 0;
 };
 
 /* Keep the send queue full of one kind of WR; every 16th is signaled. */
-result run_stream(mtu m, wr_opcode op, uint32_t size) {
-    pair_t p(m);
+result run_stream(mtu m, wr_opcode op, uint32_t size, const link_mode &lm = {}) {
+    pair_t p(m, lm);
     std::vector<uint8_t> src(std::max<uint32_t>(size, 64) * 4),
         dst(std::max<uint32_t>(size, 64) * 64);
     mr *ms = reg_mr(p.a.pd_, src.data(), src.size(), access_local_write);
@@ -291,7 +309,12 @@ result run_stream(mtu m, wr_opcode op, uint32_t size) {
     t1 = now_s();
     double w1 = wall_s();
     double msgs = double(completed - c0) / (t1 - t0);
-    return {msgs, msgs * size * 8 / 1e9, p.a.q->cnt.retransmits - rtx0, (t1 - t0) / (w1 - w0)};
+    return {msgs,
+            msgs * size * 8 / 1e9,
+            p.a.q->cnt.retransmits - rtx0,
+            (t1 - t0) / (w1 - w0),
+            p.a.q->cnt.timeouts,
+            p.a.q->cnt.tlp_probes};
 }
 
 /* 64 B inline RC SENDs, a's WRs posted three ways in the same harness:
@@ -487,6 +510,8 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "--seconds") && i + 1 < argc)
             seconds = std::atof(argv[++i]);
+        else if (!std::strcmp(argv[i], "--verbose"))
+            verbose = true;
         else if (!std::strcmp(argv[i], "--no-ceilings"))
             skip_ceil = true;
         else if (!std::strcmp(argv[i], "--only") && i + 1 < argc)
@@ -495,8 +520,9 @@ int main(int argc, char **argv) {
             fused_reps = std::atoi(argv[++i]);
         else {
             std::printf(
-                "usage: %s [--seconds S] [--only send|write4k|write64k|channel|ceil|pkt|fused] "
-                "[--no-ceilings] [--reps N]\n",
+                "usage: %s [--seconds S] [--only "
+                "send|write4k|write64k|channel|ceil|pkt|loss|fused] [--no-ceilings] [--reps N] "
+                "[--verbose]\n",
                 argv[0]);
             return 2;
         }
@@ -626,6 +652,41 @@ int main(int argc, char **argv) {
                         on ? "on" : "off", pkt_build_ns(false, false, false));
         }
         icrc_set_fused_copy(true);
+    }
+    if (only == "loss") { /* on request only: about a minute */
+        /* 64 KiB WRITEs, MTU 4096, QP timeout 14 (67 ms, perftest's
+         * default), random loss both ways; goodput as a fraction of the
+         * lossless goodput measured in the same run, three seeds each. */
+        std::printf("64 KiB RC WRITE goodput over memlink with random loss (both ways), MTU 4096, "
+                    "QP timeout 14; fraction of lossless (Gbit/s), seeds 1..3:\n");
+        double lossless = 0;
+        for (uint64_t seed = 1; seed <= 3; ++seed)
+            lossless +=
+                run_stream(mtu::mtu_4096, wr_opcode::rdma_write, 65536, {0, seed}).gbit_per_s;
+        lossless /= 3;
+        std::printf("  lossless: %.2f Gbit/s (mean of 3)\n", lossless);
+        struct mode_row {
+            const char *name;
+            bool tlp, sr;
+        };
+        const mode_row modes[] = {{"go-back-N, timeout only (as rxe)", false, false},
+                                  {"go-back-N + tail-loss probe", true, false}};
+        for (double drop : {0.0, 0.001, 0.01, 0.05}) {
+            for (const mode_row &md : modes) {
+                std::printf("  drop %5.1f%%  %-34s:", 100 * drop, md.name);
+                for (uint64_t seed = 1; seed <= 3; ++seed) {
+                    result r = run_stream(mtu::mtu_4096, wr_opcode::rdma_write, 65536,
+                                          {drop, seed, md.tlp, md.sr});
+                    std::printf("  %.3f (%5.2f; %llu to)", r.gbit_per_s / lossless, r.gbit_per_s,
+                                (unsigned long long)r.timeouts);
+                    if (verbose)
+                        std::printf(" [rtx %llu probes %llu]", (unsigned long long)r.retransmits,
+                                    (unsigned long long)r.probes);
+                }
+                std::printf("\n");
+                std::fflush(stdout);
+            }
+        }
     }
     if (only == "pkt") { /* on request only: not part of the default run */
         std::printf("pkt_build, 64 B SEND_ONLY frame (alloc, headers, copy, ICRC, free):\n");

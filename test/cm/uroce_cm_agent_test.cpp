@@ -48,7 +48,12 @@ struct node final : cm_agent::endpoint {
     bool qp_to_rts(cm_conn &, const cm_rep &) override { return true; }
     void qp_established(cm_conn &) override {}
     void qp_to_error(cm_conn &) override {}
-    void event(cm_conn &c, cm_conn_event e) override { events.emplace_back(c.local_comm_id(), e); }
+    bool refuse_requests = false; /* reject each CONNECT_REQUEST in the event, as a listener may */
+    void event(cm_conn &c, cm_conn_event e) override {
+        events.emplace_back(c.local_comm_id(), e);
+        if (e == cm_conn_event::connect_request && refuse_requests)
+            c.reject(cm_rej_reason::consumer_defined);
+    }
     size_t count(cm_conn_event e) const {
         size_t n = 0;
         for (auto &[id, ev] : events)
@@ -251,6 +256,42 @@ TEST_F(cm_agent_t, comm_ids_are_unique_and_start_anywhere) {
 TEST(cm_agent, drop_names) {
     for (unsigned d = 0; d < unsigned(cm_drop::count); d++)
         EXPECT_STRNE(cm_drop_name(cm_drop(d)), "unknown");
+}
+
+/* The endpoint may refuse a request inside its CONNECT_REQUEST event (the
+ * rdma_cm layer does when the IP header is not for us): the REJ leaves and
+ * the agent keeps nothing of it; the REQ's private data was there to read. */
+TEST_F(cm_agent_t, a_request_refused_in_its_event_leaves_no_state) {
+    ASSERT_TRUE(b.agent->listen(req().service_id, &b));
+    b.refuse_requests = true;
+    cm_req_params p = req();
+    const uint8_t pd[4] = {1, 2, 3, 4};
+    p.private_data = {pd, sizeof(pd)};
+    cm_conn *ca = a.agent->connect(b.me, p, now);
+    EXPECT_EQ(flush(), (std::vector<uint16_t>{0x10, 0x12}));
+    EXPECT_EQ(b.agent->conn_count(), 0u);
+    EXPECT_EQ(b.agent->counters().conns_freed, 1u);
+    EXPECT_EQ(ca->state(), cm_state::idle);
+    EXPECT_EQ(ca->last_rej_reason(), uint16_t(cm_rej_reason::consumer_defined));
+    EXPECT_EQ(a.count(cm_conn_event::rejected), 1u);
+}
+
+/* SIDR goes to the endpoint (here one that does not handle it: counted);
+ * LAP and APR, which RoCE never uses, are counted and dropped. */
+TEST_F(cm_agent_t, sidr_goes_to_the_endpoint_and_lap_is_dropped) {
+    uint8_t mad[mad_size];
+    build_cm_sidr_req(mad, 1, 7, req().service_id);
+    b.agent->receive(a.me, mad, mad_size, now);
+    EXPECT_EQ(b.agent->counters().drops[size_t(cm_drop::sidr_unhandled)], 1u);
+    EXPECT_EQ(b.agent->msg_counters().received[unsigned(cm_attr::sidr_req) - 0x10], 1u);
+    build_cm_sidr_rep(mad, 1, 7, cm_sidr_status::valid, 0x42, req().service_id, 0x1234);
+    b.agent->receive(a.me, mad, mad_size, now);
+    EXPECT_EQ(b.agent->counters().drops[size_t(cm_drop::sidr_unhandled)], 2u);
+    build_cm_rtu(mad, 1, 5, 6);
+    reinterpret_cast<mad_hdr *>(mad)->set_attr_id(uint16_t(cm_attr::lap));
+    b.agent->receive(a.me, mad, mad_size, now);
+    EXPECT_EQ(b.agent->counters().drops[size_t(cm_drop::not_sent)], 1u);
+    EXPECT_TRUE(pipe.empty()) << "nothing answered";
 }
 
 } // namespace

@@ -30,7 +30,7 @@ struct side final : cm_conn_owner {
     std::string name;
     side *peer = nullptr;
     std::deque<in_flight> *pipe = nullptr;
-    cm_counters cnt;
+    cm_msg_counters cnt;
     cm_conn conn;
     std::vector<cm_conn_event> events;
     std::vector<std::string> qp; /* the QP moves asked for */

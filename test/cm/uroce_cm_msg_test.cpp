@@ -140,7 +140,7 @@ TEST(cm_msg, tshark_decodes_every_message) {
     rp.remote_comm_id = rq.local_comm_id;
     rp.local_qpn = 0x12;
 
-    std::vector<std::vector<uint8_t>> mads(7, std::vector<uint8_t>(mad_size));
+    std::vector<std::vector<uint8_t>> mads(9, std::vector<uint8_t>(mad_size));
     build_cm_req(mads[0].data(), 7, rq);
     build_cm_mra(mads[1].data(), 7, rp.local_comm_id, rq.local_comm_id, cm_msg_ref::req, 24);
     build_cm_rep(mads[2].data(), 7, rp);
@@ -149,6 +149,12 @@ TEST(cm_msg, tshark_decodes_every_message) {
     build_cm_drep(mads[5].data(), 8, rp.local_comm_id, rq.local_comm_id);
     build_cm_rej(mads[6].data(), 9, 0x99, 0x11223344, cm_msg_ref::req,
                  cm_rej_reason::invalid_service_id);
+    uint8_t sidr_priv[sizeof(cma_ip_hdr)];
+    std::memcpy(sidr_priv, &ip, sizeof(ip));
+    build_cm_sidr_req(mads[7].data(), 10, 0x77, rdma_service_id(rdma_port_space::udp, 7174),
+                      {sidr_priv, sizeof(sidr_priv)});
+    build_cm_sidr_rep(mads[8].data(), 10, 0x77, cm_sidr_status::valid, 0x13,
+                      rdma_service_id(rdma_port_space::udp, 7174), 0x01234567);
     std::vector<uint8_t> frame(frame_length(path, b.opcode, mad_size));
     for (size_t i = 0; i < mads.size(); i++) {
         b.psn = uint32_t(i);
@@ -168,7 +174,7 @@ TEST(cm_msg, tshark_decodes_every_message) {
     pclose(f);
     const char *want[] = {"CM: ConnectRequest", "CM: MsgRcptAck",        "CM: ConnectReply",
                           "CM: ReadyToUse",     "CM: DisconnectRequest", "CM: DisconnectReply",
-                          "CM: ConnectReject"};
+                          "CM: ConnectReject",  "CM: ServiceIDResReq",   "CM: ServiceIDResReqResp"};
     ASSERT_EQ(lines.size(), std::size(want));
     for (size_t i = 0; i < lines.size(); i++) {
         EXPECT_NE(lines[i].find(want[i]), std::string::npos) << lines[i];
@@ -176,6 +182,30 @@ TEST(cm_msg, tshark_decodes_every_message) {
         EXPECT_EQ(lines[i].find('\t'), lines[i].rfind('\t') - 1) << "tshark flagged: " << lines[i];
     }
     std::remove(pcap.c_str());
+}
+
+TEST(cm_msg, sidr_messages_read_back) {
+    uint8_t mad[mad_size];
+    const uint8_t pd[3] = {9, 8, 7};
+    build_cm_sidr_req(mad, 0x200000077ull, 0x77, 0x0000000001111c06ull, {pd, sizeof(pd)});
+    cm_mad_view v;
+    ASSERT_EQ(parse_cm_mad(mad, mad_size, v), mad_error::ok);
+    EXPECT_EQ(v.info->attr, cm_attr::sidr_req);
+    EXPECT_EQ(v.hdr->tid(), 0x200000077ull);
+    EXPECT_EQ(v.as<cm_sidr_req>()->request_id(), 0x77u);
+    EXPECT_EQ(v.as<cm_sidr_req>()->pkey(), 0xffff);
+    EXPECT_EQ(v.as<cm_sidr_req>()->service_id(), 0x0000000001111c06ull);
+    EXPECT_EQ(v.private_data()[2], 7);
+    build_cm_sidr_rep(mad, 5, 0x77, cm_sidr_status::rejected, 0x123456, 0x0000000001111c06ull,
+                      0x01234567, {pd, sizeof(pd)});
+    ASSERT_EQ(parse_cm_mad(mad, mad_size, v), mad_error::ok);
+    const cm_sidr_rep &r = *v.as<cm_sidr_rep>();
+    EXPECT_EQ(r.request_id(), 0x77u);
+    EXPECT_EQ(r.status, uint8_t(cm_sidr_status::rejected));
+    EXPECT_EQ(r.qpn(), 0x123456u);
+    EXPECT_EQ(r.qkey(), 0x01234567u);
+    EXPECT_EQ(r.service_id(), 0x0000000001111c06ull);
+    EXPECT_EQ(v.private_data()[0], 9);
 }
 
 } // namespace

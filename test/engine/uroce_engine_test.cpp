@@ -67,6 +67,40 @@ class freeing_port final : public netdev {
     uint8_t mac_[6] = {2, 0, 0, 0, 0, 1};
 };
 
+/* ---------------------------------------------------------------- pollers */
+
+/* What more the loop drives (the CM on QP1 hooks in this way): each poller
+ * runs once per poll with the time, at most max_pollers of them, and a
+ * removed one runs no more. */
+TEST(engine_pollers, run_once_per_poll_until_removed) {
+    struct counting final : engine_poller {
+        unsigned runs = 0;
+        uint64_t last = 0;
+        unsigned poll(uint64_t now_ns) override {
+            runs++;
+            last = now_ns;
+            return 0;
+        }
+    };
+    freeing_port port;
+    engine eng(port);
+    counting p[engine::max_pollers + 1];
+    for (unsigned i = 0; i < engine::max_pollers; i++)
+        EXPECT_TRUE(eng.add_poller(&p[i]));
+    EXPECT_FALSE(eng.add_poller(&p[engine::max_pollers])) << "full";
+    eng.poll();
+    eng.poll();
+    for (unsigned i = 0; i < engine::max_pollers; i++)
+        EXPECT_EQ(p[i].runs, 2u);
+    EXPECT_GT(p[0].last, 0u);
+    EXPECT_TRUE(eng.remove_poller(&p[1]));
+    EXPECT_FALSE(eng.remove_poller(&p[1]));
+    eng.poll();
+    EXPECT_EQ(p[1].runs, 2u);
+    EXPECT_EQ(p[0].runs, 3u);
+    EXPECT_EQ(p[engine::max_pollers - 1].runs, 3u);
+}
+
 /* A frame of `len` bytes whose first byte says which it is; two segments
  * when `chained`, so that a PMD freeing segment by segment is covered. */
 rte_mbuf *numbered_frame(uint8_t id, uint16_t len, bool chained) {

@@ -7,7 +7,8 @@ plus VLAN/QinQ/IPv6 variants with correct ICRCs) and test/neigh's scapy
 frames (neigh_frames.h). Each target's input format is in its header
 comment; the bytes here follow it.
 
-usage: make-seeds.py            (from anywhere; writes test/fuzz/corpus/<target>/)
+usage: make-seeds.py [TARGET...] (from anywhere; writes test/fuzz/corpus/<target>/,
+                                  every target's when none is named)
 """
 import os
 import re
@@ -248,7 +249,59 @@ def dump_read():
     write(d, "rc_pingpong-head-sll2.pcap", pcap_file(sll2, linktype=276))
 
 
+def mads(name):
+    """The 256-byte MADs (UD SEND_ONLY to QP1) of a golden capture, in order."""
+    out = []
+    for f in golden_frames(name):
+        if roce_opcode(f) != 0x64:  # UD SEND_ONLY
+            continue
+        udp = 14 + (f[14] & 15) * 4 if not is_ipv6(f) else 14 + 40
+        bth = udp + 8
+        if int.from_bytes(f[bth + 5:bth + 8], "big") != 1:
+            continue
+        out.append(f[bth + 12 + 8:bth + 12 + 8 + 256])
+    return out
+
+
+def cm():
+    """fuzz_cm: records [op][len hi][len lo][MAD] (ops 0, 1) or [op][len][bytes]."""
+    d = out_dir("cm")
+    rping = mads("rping_rdmacm")
+    assert len(rping) == 5, len(rping)
+
+    def mad_rec(op, m):
+        return bytes([op, len(m) >> 8, len(m) & 255]) + m
+
+    def op(o, payload=b""):
+        return bytes([o, len(payload)]) + payload
+
+    names = ["req", "rep", "rtu", "dreq", "drep"]
+    for name, m in zip(names, rping):
+        write(d, "rping-" + name + "-to-b", mad_rec(0, m))
+        write(d, "rping-" + name + "-to-a", mad_rec(1, m))
+    # the whole rping exchange, forged as from A to B and back
+    write(d, "rping-all", b"".join(mad_rec(0 | 1 << 3 if i % 2 == 0 else 1 | 2 << 3, m)
+                                   for i, m in enumerate(rping)))
+    # handshakes by ops: connect, deliver, accept (auto), deliver..., disconnect, time
+    hs = op(3 | 8) + op(5 | 0x40) + op(5 | 0x40) + op(5) + op(5)
+    write(d, "handshake-auto-accept", hs)
+    write(d, "handshake-then-disconnect", hs + op(6 | 0x20 | 2 << 3, b"\0") + op(5 | 3 << 3) +
+          op(6 | 2 << 3, b"\0") + op(5 | 3 << 3) + op(2 | 7 << 3) + op(2 | 7 << 3))
+    write(d, "handshake-lost-rep", op(3 | 8) + op(5 | 0x40) + op(7) + op(2 | 6 << 3) + op(2 | 6 << 3) +
+          op(5 | 7 << 3) + op(5 | 7 << 3))
+    write(d, "req-to-nobody", op(3) + op(5) + op(5))
+    write(d, "unreachable", op(3 | 8) + op(7) + b"".join(op(2 | 6 << 3) + op(7) for _ in range(6)))
+    write(d, "user-calls", op(3 | 8) + op(5) + op(6, b"\0") + op(5) + op(6 | 3 << 3, b"\0") + op(5))
+    # the golden REQ padded, flooding B past its half-open cap
+    write(d, "req-flood", b"".join(mad_rec(0, rping[0][:27] + bytes([i]) + rping[0][28:]) for i in range(12)))
+
+
 if __name__ == "__main__":
+    if len(sys.argv) > 1:
+        for t in sys.argv[1:]:
+            globals()[t]()
+        sys.exit(0)
+    cm()
     transport()
     neigh()
     engine()

@@ -2,7 +2,9 @@
  * The device's control path (uroce_device.cpp): QP table lookups;
  * close_device with work outstanding; the QPN range a device hands out (its
  * QPNs, their lookup, and traffic between devices with different ranges, as
- * shards have). The driver contract on TX is in uroce_device_poll_test.cpp.
+ * shards have). The GSI QP1: created on request outside the QP table,
+ * found by the receive path, its Q_Key fixed and enforced, its MADs sent as
+ * rxe sends them. The driver contract on TX is in uroce_device_poll_test.cpp.
  */
 #include <cstring>
 #include <vector>
@@ -191,6 +193,136 @@ TEST_F(device_t, rdma_write_between_two_qpn_ranges) {
     EXPECT_EQ(w[0].status, wc_status::success);
     EXPECT_EQ(src, dst);
     EXPECT_EQ(a.ctx->counters().rx_no_qp, 0u);
+}
+
+/* ---------------------------------------------------------------- the GSI QP1 */
+
+class gsi_t : public pair_fixture {
+  protected:
+    qp *gsi_a = nullptr, *gsi_b = nullptr;
+
+    qp *make_gsi(endpoint &e) {
+        qp_init_attr ia;
+        ia.send_cq = e.scq;
+        ia.recv_cq = e.rcq;
+        ia.qp_type = qp_type::ud;
+        ia.cap.max_send_wr = 16;
+        ia.cap.max_recv_wr = 16;
+        verbs_error err;
+        qp *q = create_gsi_qp(e.pd, ia, &err);
+        EXPECT_NE(q, nullptr) << verbs_error_str(err);
+        if (!q) return nullptr;
+        qp_connect_attr ca;
+        ca.qkey = 0x80010000u;
+        ca.sq_psn = 0;
+        EXPECT_EQ(connect_qp(q, ca), verbs_error::ok);
+        return q;
+    }
+    void SetUp() override {
+        pair_fixture::SetUp();
+        opt.type = qp_type::ud;
+        setup_pair();
+        gsi_a = make_gsi(a);
+        gsi_b = make_gsi(b);
+        ASSERT_TRUE(gsi_a && gsi_b);
+    }
+    /* A 256-byte datagram from a's QP1 to b's QPN dst with Q_Key qkey. */
+    void send_mad(uint32_t dst, uint32_t qkey, mr *m, uint8_t *buf) {
+        ah *h = create_ah(a.pd, ah_to(b));
+        ASSERT_NE(h, nullptr);
+        sge s{reinterpret_cast<uint64_t>(buf), 256, mr_lkey(m)};
+        send_wr w;
+        w.wr_id = 7;
+        w.sg_list = &s;
+        w.num_sge = 1;
+        w.opcode = wr_opcode::send;
+        w.send_flags = send_signaled;
+        w.wr.ud.ah = h;
+        w.wr.ud.remote_qpn = dst;
+        w.wr.ud.remote_qkey = qkey;
+        send_wr *bad = nullptr;
+        ASSERT_EQ(post_send(gsi_a, &w, &bad), verbs_error::ok);
+    }
+};
+
+TEST_F(gsi_t, qp1_is_one_per_device_outside_the_table) {
+    EXPECT_EQ(qp_num(gsi_a), 1u);
+    EXPECT_EQ(a.ctx->lookup_qp(1), gsi_a);
+    EXPECT_EQ(a.ctx->lookup_qp(0), nullptr);
+    EXPECT_EQ(a.ctx->lookup_qp(qp_num(a.qp)), a.qp); /* the table is untouched */
+    qp_init_attr ia;
+    ia.send_cq = a.scq;
+    ia.recv_cq = a.rcq;
+    ia.qp_type = qp_type::ud;
+    verbs_error err = verbs_error::ok;
+    EXPECT_EQ(create_gsi_qp(a.pd, ia, &err), nullptr);
+    EXPECT_EQ(err, verbs_error::busy);
+    /* its Q_Key is the GSI's for good */
+    qp_attr at;
+    at.qkey = 0x11111111;
+    EXPECT_EQ(modify_qp(gsi_a, at, qp_attr_qkey), verbs_error::inval);
+    at.qkey = 0x80010000u;
+    EXPECT_EQ(modify_qp(gsi_a, at, qp_attr_qkey), verbs_error::ok);
+    std::vector<uint32_t> qpns;
+    for_each_qp(a.ctx, [&](const qp *q) { qpns.push_back(qp_num(q)); });
+    ASSERT_EQ(qpns.size(), 2u);
+    EXPECT_EQ(qpns[0], 1u); /* QPN order */
+    ASSERT_EQ(destroy_qp(gsi_a), verbs_error::ok);
+    gsi_a = nullptr;
+    EXPECT_EQ(a.ctx->lookup_qp(1), nullptr);
+    ia.qp_type = qp_type::rc;
+    EXPECT_EQ(create_gsi_qp(a.pd, ia, &err), nullptr);
+    EXPECT_EQ(err, verbs_error::inval);
+    ia.qp_type = qp_type::ud;
+    EXPECT_NE(create_gsi_qp(a.pd, ia, &err), nullptr) << "QP1 again after it was destroyed";
+}
+
+TEST_F(gsi_t, mads_travel_as_rxe_sends_them) {
+    std::vector<uint8_t> out(256), in(40 + 256);
+    for (size_t i = 0; i < out.size(); ++i)
+        out[i] = uint8_t(i * 7);
+    mr *mo = reg(a, out.data(), out.size());
+    mr *mi = reg(b, in.data(), in.size());
+    ASSERT_EQ(post_recv_buf(b, in.data(), uint32_t(in.size()), mi, 9, gsi_b), verbs_error::ok);
+    int frames = 0;
+    link->set_filter([&](rte_mbuf *m, const memlink_port *from) {
+        if (from != a.port) return true;
+        roce_packet p = peek(m);
+        frames++;
+        EXPECT_EQ(p.bth()->opcode, to_u8(ib_opcode::ud_send_only));
+        EXPECT_EQ(p.dest_qp(), 1u);
+        EXPECT_EQ(p.bth()->pkey(), 0xffff);
+        EXPECT_EQ(p.deth()->qkey(), 0x80010000u);
+        EXPECT_EQ(p.deth()->src_qp(), 1u);
+        EXPECT_EQ(p.udp()->src_port(), 55410) << "rxe's QP1 source port (ud_udp_sport(1))";
+        EXPECT_EQ(p.payload_len, 256u);
+        return true;
+    });
+    send_mad(1, 0x80010000u, mo, out.data());
+    std::vector<wc> got = poll_n(b.rcq, 1);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].status, wc_status::success);
+    EXPECT_EQ(got[0].src_qp, 1u);
+    EXPECT_EQ(got[0].qp_num, 1u);
+    EXPECT_EQ(got[0].byte_len, 40u + 256);
+    EXPECT_EQ(std::memcmp(in.data() + 40, out.data(), 256), 0);
+    EXPECT_EQ(load_be32(in.data() + 20 + 12), 0x0a000001u) << "GRH: the sender's IPv4 address";
+    EXPECT_EQ(frames, 1);
+}
+
+TEST_F(gsi_t, another_qkey_is_dropped_and_counted) {
+    std::vector<uint8_t> out(256), in(40 + 256);
+    mr *mo = reg(a, out.data(), out.size());
+    mr *mi = reg(b, in.data(), in.size());
+    ASSERT_EQ(post_recv_buf(b, in.data(), uint32_t(in.size()), mi, 9, gsi_b), verbs_error::ok);
+    send_mad(1, 0x00010000u, mo, out.data()); /* high bit clear: sent as given */
+    settle();
+    wc w;
+    EXPECT_EQ(poll_cq(b.rcq, 1, &w), 0);
+    EXPECT_EQ(qp_counters_of(gsi_b).ud_qkey_drops, 1u);
+    /* the right one still arrives */
+    send_mad(1, 0x80010000u, mo, out.data());
+    EXPECT_EQ(poll_n(b.rcq, 1).size(), 1u);
 }
 
 } // namespace

@@ -332,4 +332,36 @@ TEST_F(req, sqd_drains_then_resumes) {
     ASSERT_EQ(poll_n(a.scq, 1).size(), 1u);
 }
 
+/* A UD QP sends from its own UDP source port, whatever the AH: rxe's
+ * 0xC000 + hash_32(qpn, 14) (ud_udp_sport), measured on rxe's frames. */
+TEST_F(req, ud_sends_from_the_qps_own_source_port) {
+    opt.type = qp_type::ud;
+    setup_pair();
+    std::vector<uint16_t> sports;
+    link->set_filter([&](rte_mbuf *m, const memlink_port *from) {
+        if (from == a.port) sports.push_back(peek(m).udp()->src_port());
+        return true;
+    });
+    std::vector<uint8_t> buf(64), in(40 + 64);
+    mr *m = reg(a, buf.data(), buf.size());
+    mr *mi = reg(b, in.data(), in.size());
+    ASSERT_EQ(post_recv_buf(b, in.data(), uint32_t(in.size()), mi, 1), verbs_error::ok);
+    ah *h = create_ah(a.pd, ah_to(b));
+    ASSERT_NE(h, nullptr);
+    sge s{reinterpret_cast<uint64_t>(buf.data()), 64, mr_lkey(m)};
+    send_wr w;
+    w.sg_list = &s;
+    w.num_sge = 1;
+    w.opcode = wr_opcode::send;
+    w.wr.ud.ah = h;
+    w.wr.ud.remote_qpn = qp_num(b.qp);
+    w.wr.ud.remote_qkey = 0x11111111;
+    send_wr *bad = nullptr;
+    ASSERT_EQ(post_send(a.qp, &w, &bad), verbs_error::ok);
+    ASSERT_EQ(poll_n(b.rcq, 1).size(), 1u);
+    ASSERT_EQ(sports.size(), 1u);
+    EXPECT_EQ(sports[0], ud_udp_sport(qp_num(a.qp)));
+    EXPECT_NE(sports[0], ud_udp_sport(0)) << "not the AH's";
+}
+
 } // namespace

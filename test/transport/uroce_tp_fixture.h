@@ -77,6 +77,7 @@ struct pair_options {
     uint32_t psn_b = 0xfffff0; /* near the wrap */
     int cqe = 4096;
     bool ipv6 = false;
+    bool tail_loss_probe = true; /* device_config::tail_loss_probe */
 };
 
 class pair_fixture : public ::testing::Test {
@@ -101,6 +102,7 @@ class pair_fixture : public ::testing::Test {
         cfg.num_gids = 1;
         cfg.clock = &clk;
         cfg.seed = seed;
+        cfg.tail_loss_probe = opt.tail_loss_probe;
         verbs_error err;
         e.ctx = open_device(cfg, &err);
         ASSERT_NE(e.ctx, nullptr) << verbs_error_str(err);

@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * compat/libibverbs: the objects behind the ibverbs handles. Each embeds
+ * the rdma-core struct the application sees (struct ibv_cq, ...) as its
+ * first member, so a handle converts back with a static cast of its
+ * address, and holds the uroce object it stands for.
+ */
+#ifndef UROCE_IBV_OBJECTS_H
+#define UROCE_IBV_OBJECTS_H
+
+#include <infiniband/verbs.h>
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <uroce/verbs.h>
+#include <uroce/work_channel.h>
+
+namespace uroce::compat {
+
+class runtime;
+
+/* A spin lock for the data path's rare sharing: ibverbs lets several
+ * threads post to one QP or poll one CQ; uroce's channels are
+ * single-producer/single-consumer. Uncontended (one thread per QP/CQ, the
+ * usual case) it costs one atomic exchange. */
+class spin_lock {
+  public:
+    void lock() {
+        while (flag_.exchange(true, std::memory_order_acquire))
+            while (flag_.load(std::memory_order_relaxed))
+                __builtin_ia32_pause();
+    }
+    void unlock() { flag_.store(false, std::memory_order_release); }
+
+  private:
+    std::atomic<bool> flag_{false};
+};
+
+/* The device handle (ibv_open_device): an rdma-core verbs_context, whose
+ * ibv_context is what the application holds. */
+struct compat_context {
+    verbs_context
+        vctx; /* vctx.context is the application's handle; must stay last-in-verbs_context */
+    runtime *rt = nullptr;
+    int async_fd = -1; /* eventfd (semaphore): one count per queued async event */
+    std::mutex async_mu;
+    std::deque<ibv_async_event> async_events;
+    bool port_active_reported = false;
+};
+static inline compat_context *to_ctx(ibv_context *c) {
+    return reinterpret_cast<compat_context *>(reinterpret_cast<uint8_t *>(c) -
+                                              offsetof(compat_context, vctx.context));
+}
+
+struct compat_pd {
+    ibv_pd pd;
+    uroce::pd *upd = nullptr;
+};
+static inline compat_pd *to_pd(ibv_pd *p) {
+    return reinterpret_cast<compat_pd *>(p);
+}
+
+struct compat_mr {
+    ibv_mr mr;
+    uroce::mr *umr = nullptr;
+};
+
+struct compat_comp_channel {
+    ibv_comp_channel ch; /* ch.fd: an eventfd (semaphore mode), one count per event */
+    std::mutex mu;
+    std::deque<struct compat_cq *> events; /* the CQ of each count of the eventfd */
+    std::atomic<int> refcnt{0};            /* CQs attached */
+};
+
+struct compat_cq {
+    ibv_cq cq;
+    uroce::cq *ucq = nullptr;
+    int depth = 0;
+    /* thread mode: the channel through which completions reach the
+     * application (and its QPs' posts reach the stack). */
+    std::unique_ptr<work_channel> ch;
+    spin_lock post_lock;      /* producers of ch's request ring */
+    spin_lock poll_lock;      /* consumer of ch's completion ring */
+    unsigned empty_polls = 0; /* consecutive empty ibv_poll_cq calls (under poll_lock) */
+    /* inline mode: completions taken from the uroce CQ to find out whether
+     * an armed CQ has any (ibv_poll_cq hands them out first). */
+    std::vector<uroce::wc> stash;
+    size_t stash_head = 0;
+    /* ibv_req_notify_cq: armed until the next completion signals the channel. */
+    std::atomic<bool> armed{false};
+    compat_comp_channel *chan = nullptr;
+    uint32_t events_queued = 0; /* events not yet acked (ibv_ack_cq_events) */
+};
+static inline compat_cq *to_cq(ibv_cq *c) {
+    return reinterpret_cast<compat_cq *>(c);
+}
+
+struct compat_srq {
+    ibv_srq srq;
+    uroce::srq *usrq = nullptr;
+    uint32_t max_wr = 0, max_sge = 0, limit = 0;
+};
+static inline compat_srq *to_srq(ibv_srq *s) {
+    return reinterpret_cast<compat_srq *>(s);
+}
+
+struct compat_ah {
+    ibv_ah ah;
+    uroce::ah *uah = nullptr;
+};
+static inline compat_ah *to_ah(ibv_ah *a) {
+    return reinterpret_cast<compat_ah *>(a);
+}
+
+/* A QP is always an ibv_qp_ex (its first member is the ibv_qp), so
+ * ibv_qp_to_qp_ex works on every QP; the wr_* functions build uroce
+ * send_wrs between wr_start and wr_complete. */
+struct compat_qp {
+    ibv_qp_ex qpx;
+    uroce::qp *uqp = nullptr;
+    compat_cq *send_cq = nullptr;
+    compat_cq *recv_cq = nullptr;
+    ibv_qp_type type = IBV_QPT_RC;
+    uint32_t max_inline = 0;
+    uint32_t max_send_sge = 1, max_recv_sge = 1;
+    /* The wr_* (new post send) API's batch. */
+    std::vector<uroce::send_wr> batch;
+    std::vector<uroce::sge> batch_sges; /* max_send_sge per WR of batch */
+    std::vector<uint8_t> batch_inline;  /* max_inline bytes per WR of batch */
+    int batch_error = 0;
+};
+static inline compat_qp *to_qp(ibv_qp *q) {
+    return reinterpret_cast<compat_qp *>(q);
+}
+
+} // namespace uroce::compat
+
+#endif

@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * compat/libibverbs: the process's uroce stack behind uroce0, and who
+ * drives it (doc/compat.md, "Threading and progress").
+ *
+ * One stack per process (EAL starts once per process), created by the
+ * first ibv_open_device and taken down with the last ibv_close_device (or
+ * at exit). Everything that touches it holds its lock, so the device stays
+ * single-threaded as uroce wants:
+ *  - thread mode (default): a progress thread loops {serve the CQs' work
+ *    channels, poll the port and the engine, signal completion channels};
+ *    ibv_post_send/recv and ibv_poll_cq go through the channels, lock-free;
+ *    control verbs take the lock (the progress thread steps aside).
+ *  - inline mode: every verb takes the lock and calls uroce directly, and
+ *    ibv_poll_cq runs one iteration of the loop first; a fallback thread
+ *    drives the stack when nobody has for drive_idle_ns (the application
+ *    blocked in a TCP exchange or ibv_get_cq_event still answers ARP,
+ *    retransmits and gets its completion events).
+ */
+#ifndef UROCE_IBV_RUNTIME_H
+#define UROCE_IBV_RUNTIME_H
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <uroce/mac.h>
+
+#include "uroce_app_stack.h"
+#include "uroce_ibv_env.h"
+#include "uroce_ibv_objects.h"
+
+namespace uroce::compat {
+
+/* The one-line error, printed once per process, with errno set. */
+void report_error(const std::string &msg, int err);
+
+class runtime {
+  public:
+    /* inline mode: the fallback thread drives when nobody has for this long. */
+    static constexpr uint64_t drive_idle_ns = 50'000;
+    /* Empty loop iterations (thread mode) or empty ibv_poll_cq calls before
+     * the spinning thread yields its CPU once: cheap on a dedicated core,
+     * and what keeps a machine with more spinning threads than CPUs moving
+     * (doc/compat.md, "Threading and progress"). */
+    static constexpr unsigned idle_spins_before_yield = 256;
+
+    /* The configuration is usable (ibv_get_device_list); false: reported. */
+    static bool config_ok();
+    /* The stack, started on first use (ibv_open_device); nullptr: reported, errno set. */
+    static runtime *acquire();
+    /* One user fewer; the last one stops the stack. */
+    static void release(runtime *rt);
+
+    progress_mode mode() const { return cfg_.progress; }
+    app::stack &st() { return *st_; }
+    uroce::device *dev() { return st_->ctx(); }
+
+    /* The stack lock, for control verbs (and every verb in inline mode). */
+    class guard {
+      public:
+        explicit guard(runtime &rt) : rt_(rt) {
+            rt_.waiters_.fetch_add(1, std::memory_order_relaxed);
+            rt_.mu_.lock();
+            rt_.waiters_.fetch_sub(1, std::memory_order_relaxed);
+        }
+        ~guard() { rt_.mu_.unlock(); }
+        guard(const guard &) = delete;
+        guard &operator=(const guard &) = delete;
+
+      private:
+        runtime &rt_;
+    };
+
+    /* One iteration of the loop; the caller holds the lock. Returns what
+     * the port, the engine and the channels moved (0: idle). */
+    unsigned drive_locked();
+    /* The peer's MAC through ARP/ND, driving the stack while waiting (lock held). */
+    std::optional<mac_addr> resolve_locked(const gid &g, std::chrono::milliseconds timeout);
+
+    /* CQs the loop serves and watches for completion events (lock held). */
+    void add_cq_locked(compat_cq *cq);
+    void remove_cq_locked(compat_cq *cq);
+    /* Contexts that receive async events (lock held). */
+    void add_context_locked(compat_context *c);
+    void remove_context_locked(compat_context *c);
+    /* An armed CQ was added: the loop starts checking (any thread). */
+    void note_armed() { armed_.fetch_add(1, std::memory_order_release); }
+
+    /* ibv_device_attr's max_inline_data, and the channels' inline room. */
+    static constexpr uint32_t max_inline = 256;
+
+  private:
+    runtime() = default;
+    bool start(std::string &err, int &errno_out);
+    void stop();
+    void progress_loop();
+    void check_events_locked();
+    void check_link_locked();
+    void signal_cq(compat_cq *cq);
+
+    env_config cfg_;
+    std::unique_ptr<app::stack> st_;
+    std::mutex mu_;
+    std::atomic<int> waiters_{0};
+    std::atomic<bool> stop_{false};
+    std::thread progress_;
+    std::vector<compat_cq *> cqs_;
+    std::vector<compat_context *> contexts_;
+    std::atomic<unsigned> armed_{0}; /* arms since the last check: 0 = nothing to look at */
+    std::atomic<uint64_t> last_drive_ns_{0};
+    uint64_t next_link_check_ns_ = 0;
+    bool link_up_ = false;
+    int users_ = 0;
+};
+
+uint64_t monotonic_ns();
+
+} // namespace uroce::compat
+
+#endif

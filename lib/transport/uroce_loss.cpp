@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Loss recovery beyond the spec's minimum, for every peer (rxe and hardware
+ * included): a per-QP RTT estimate and a tail-loss probe.
+ *
+ * Why: go-back-N recovers a loss from the responder's PSN sequence error
+ * NAK, which only a later packet can trigger. When the last packets of a
+ * burst are lost (a tail loss), or the ACK or NAK is, nothing follows and
+ * only the local ACK timeout recovers: 67 ms at timeout 14, against RTTs of
+ * microseconds. The in-flight cap (update_window) comes with it. The probe (as TCP's, RFC 8985
+ * section 7) resends, after a few RTTs without progress, the last packet sent, with AckReq:
+ *   - it was lost: it fills the hole and is ACKed;
+ *   - earlier ones were lost: it is out of sequence and draws the PSN
+ *     sequence error NAK that starts the usual go-back-N retry;
+ *   - only the response was lost: it is a duplicate, which the responder
+ *     re-ACKs without executing it again (IBTA 9.9.2, C9-105; READs and
+ *     atomics are replayed from their resources, C9-111/C9-114).
+ * All three are ordinary requester behaviour (a resend of an unacknowledged
+ * PSN), so the peer needs nothing new. A probe is not a retry: retry_cnt is
+ * spent as before, once per loss round (a NAK) or per timeout, and the
+ * local ACK timeout stays the hard limit for giving up. A later probe in
+ * the same silent period also resends the oldest unacknowledged packet: it
+ * recovers a lost NAK (the responder NAKs once per gap) and a go-back-N
+ * retry whose first packet was lost again (NAKs start no second retry).
+ */
+#include "uroce_device.h"
+#include "uroce_psn.h"
+#include "uroce_qp.h"
+#include "uroce_wr_opcode.h"
+
+namespace uroce {
+
+/* Probe delay bounds. The floor keeps scheduling jitter of a software
+ * responder (rxe in softirq, a busy poller) from looking like loss; without
+ * an RTT sample the first probe waits 1 ms (RFC 8985 says 1 s for the
+ * Internet; RoCE paths are data-centre paths), or a quarter of the ACK
+ * timeout if that is shorter. */
+inline constexpr uint64_t probe_min_ns = 20'000;
+inline constexpr uint64_t probe_initial_ns = 1'000'000;
+inline constexpr uint8_t probe_max = 3; /* per silent period; then the timeout */
+
+void loss_reset(qp *q) {
+    q->loss = decltype(q->loss){};
+    q->dev->timers().cancel(q->probe_timer);
+}
+
+uint64_t loss_probe_delay_ns(const qp *q) {
+    const uint64_t ack_timeout = local_ack_timeout_ns(q->attr.timeout);
+    uint64_t pto;
+    if (q->loss.srtt_ns == 0) {
+        pto = probe_initial_ns;
+        if (ack_timeout && ack_timeout / 4 < pto) pto = ack_timeout / 4;
+    } else {
+        /* RFC 8985 7.2: 2 x SRTT; and the variance as in RFC 6298's RTO */
+        pto = 2 * q->loss.srtt_ns;
+        uint64_t v = q->loss.srtt_ns + 4 * q->loss.rttvar_ns;
+        if (v > pto) pto = v;
+    }
+    if (pto < probe_min_ns) pto = probe_min_ns;
+    pto <<= q->loss.probes; /* back off: each probe in a silent period waits twice as long */
+    /* a probe is only useful before the timeout */
+    if (ack_timeout && pto > ack_timeout / 2) pto = ack_timeout / 2;
+    return pto;
+}
+
+static void arm_probe(qp *q) {
+    if (q->loss.probes >= probe_max || !q->dev->config().tail_loss_probe) {
+        q->dev->timers().cancel(q->probe_timer);
+        return;
+    }
+    q->dev->timers().arm(q->probe_timer, q->dev->now_ns(), loss_probe_delay_ns(q));
+}
+
+void loss_on_send(qp *q, uint32_t psn, bool ack_req, bool resend) {
+    auto &l = q->loss;
+    if (resend) {
+        /* Karn: an ACK can no longer tell which send it answers */
+        if (l.rtt_timing && psn_diff(psn, l.rtt_psn) <= 0) l.rtt_timing = false;
+    } else if (ack_req && !l.rtt_timing) {
+        l.rtt_timing = true;
+        l.rtt_psn = psn;
+        l.rtt_start_ns = q->dev->now_ns();
+        l.rtt_comp_psn = q->comp.psn;
+    }
+    if (l.probes == 0) arm_probe(q);
+}
+
+/* The in-flight cap: two bandwidth-delay products (delivery rate x the
+ * minimum RTT), within [min_unacked_psns, max_unacked_psns]. A window
+ * larger than the path holds only queues, and go-back-N pays for every
+ * packet in flight behind a loss: at 1% loss a 128-packet window resends
+ * about as much as it delivers. */
+static void update_window(qp *q, uint32_t delivered, uint64_t r) {
+    auto &l = q->loss;
+    /* with the probe off, the QP keeps the fixed window, as rxe: a window-
+     * limited sender stalls after every window, and each stall behind a
+     * lost packet is a tail loss that only the timeout would recover */
+    if (r == 0 || delivered == 0 || !q->dev->config().tail_loss_probe) return;
+    uint64_t rate = uint64_t(delivered) * 1'000'000'000ull / r;
+    l.delivery_pps -= l.delivery_pps / 8; /* decays: a slower path shows within a few RTTs */
+    if (rate > l.delivery_pps) l.delivery_pps = rate;
+    uint64_t w = 2 * l.delivery_pps * l.min_rtt_ns / 1'000'000'000ull + 1;
+    if (w < min_unacked_psns) w = min_unacked_psns;
+    if (w > max_unacked_psns) w = max_unacked_psns;
+    l.window = uint32_t(w);
+}
+
+static void rtt_sample(qp *q, uint64_t r) {
+    auto &l = q->loss;
+    if (l.min_rtt_ns == 0 || r < l.min_rtt_ns) l.min_rtt_ns = r;
+    if (l.srtt_ns == 0) {
+        /* RFC 6298 2.2 */
+        l.srtt_ns = r ? r : 1;
+        l.rttvar_ns = r / 2;
+        return;
+    }
+    /* RFC 6298 2.3: beta 1/4, alpha 1/8 */
+    uint64_t err = r > l.srtt_ns ? r - l.srtt_ns : l.srtt_ns - r;
+    l.rttvar_ns = l.rttvar_ns - l.rttvar_ns / 4 + err / 4;
+    l.srtt_ns = l.srtt_ns - l.srtt_ns / 8 + r / 8;
+    if (l.srtt_ns == 0) l.srtt_ns = 1;
+}
+
+void loss_on_progress(qp *q) {
+    auto &l = q->loss;
+    if (l.rtt_timing && psn_diff(q->comp.psn, l.rtt_psn) > 0) {
+        l.rtt_timing = false;
+        const uint64_t r = q->dev->now_ns() - l.rtt_start_ns;
+        rtt_sample(q, r);
+        update_window(q, uint32_t(psn_diff(q->comp.psn, l.rtt_comp_psn)), r);
+    }
+    if (l.probes) {
+        ++q->cnt.tlp_recoveries;
+        l.probes = 0;
+    }
+    if (comp_outstanding(q))
+        arm_probe(q);
+    else
+        q->dev->timers().cancel(q->probe_timer);
+}
+
+void loss_on_response(qp *q) {
+    /* the responder is alive and answering: no probe while responses flow */
+    if (q->probe_timer.armed()) arm_probe(q);
+}
+
+/* No probe while a READ is the oldest outstanding WQE: its responses come
+ * as a stream at the responder's pace (a long READ from a slow responder
+ * is silence that is not loss), a gap in them the completer sees itself (a
+ * response past comp.psn), and a probe would queue duplicate READs behind
+ * that stream; the ACK timeout, restarted by every response, covers it. */
+static bool oldest_is_read(const qp *q) {
+    if (q->sq_comp == q->sq_head) return false;
+    return wr_opcode_lookup(sq_at(q, q->sq_comp).opcode).has(wr_flag::read);
+}
+
+void loss_probe_timeout(void *arg) {
+    qp *q = static_cast<qp *>(arg);
+    ++q->dev->cnt().timer_fires;
+    if (q->type != qp_type::rc || (q->state != qp_state::rts && q->state != qp_state::sqd)) return;
+    if (q->req.rnr_wait || q->req.need_retry || !comp_outstanding(q) || oldest_is_read(q)) return;
+    /* the last packet sent; nothing to probe before the first */
+    if (psn_diff(q->req.psn, q->comp.psn) <= 0) return;
+    const uint32_t last = psn_sub(q->req.psn, 1);
+    bool sent = false;
+    if (q->loss.probes > 0 || q->comp.retry_guard) {
+        /* second probe, or a retry that made no progress: the oldest too */
+        if (q->comp.psn != last && req_resend_psn(q, q->comp.psn)) {
+            ++q->cnt.tlp_probes;
+            sent = true;
+        }
+    }
+    if (req_resend_psn(q, last)) {
+        ++q->cnt.tlp_probes;
+        sent = true;
+    }
+    if (!sent) return;
+    ++q->loss.probes;
+    arm_probe(q);
+    q->dev->schedule(q); /* flush the probe with the next turn */
+}
+
+} // namespace uroce
