@@ -51,10 +51,78 @@ std::string test_name(verb v, test_kind k) {
 /* ---- KEY messages --------------------------------------------------------- */
 
 size_t key_size(key_format f) {
-    return f == key_format::gid ? key_size_gid : key_size_no_gid;
+    switch (f) {
+    case key_format::gid:
+        return key_size_gid;
+    case key_format::no_gid:
+        return key_size_no_gid;
+    case key_format::binary:
+        return key_size_binary;
+    }
+    return 0;
 }
 
+namespace {
+
+/* struct pingpong_dest on LP64 (perftest_resources.h): int lid, out_reads,
+ * qpn, psn; unsigned rkey; 4 B of padding; unsigned long long vaddr; union
+ * ibv_gid gid; unsigned srqn; int gid_index. rdma_write_keys converts each
+ * scalar with htobe32/htobe64 and copies the struct whole, padding
+ * included (we send zeros there; the reader ignores it, and srqn and
+ * gid_index too). */
+struct binary_key_layout {
+    static constexpr size_t lid = 0, out_reads = 4, qpn = 8, psn = 12, rkey = 16, vaddr = 24,
+                            gid = 32, srqn = 48, gid_index = 52;
+};
+
+void put_be32(uint8_t *p, uint32_t v) {
+    p[0] = uint8_t(v >> 24);
+    p[1] = uint8_t(v >> 16);
+    p[2] = uint8_t(v >> 8);
+    p[3] = uint8_t(v);
+}
+uint32_t get_be32(const uint8_t *p) {
+    return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | p[3];
+}
+
+std::vector<uint8_t> format_binary_key(const key &k) {
+    using L = binary_key_layout;
+    std::vector<uint8_t> out(key_size_binary, 0);
+    put_be32(&out[L::lid], k.lid);
+    put_be32(&out[L::out_reads], k.out_reads);
+    put_be32(&out[L::qpn], k.qpn);
+    put_be32(&out[L::psn], k.psn);
+    put_be32(&out[L::rkey], k.rkey);
+    put_be32(&out[L::vaddr], uint32_t(k.vaddr >> 32));
+    put_be32(&out[L::vaddr + 4], uint32_t(k.vaddr));
+    std::memcpy(&out[L::gid], k.gid.data(), k.gid.size());
+    put_be32(&out[L::srqn], k.srqn);
+    put_be32(&out[L::gid_index], 0);
+    return out;
+}
+
+key parse_binary_key(std::span<const uint8_t> msg) {
+    /* rdma_read_keys: ntohl of each int (the QPN and PSN as they are: the
+     * peer's own 24-bit values), be64toh of vaddr, the GID raw. Any bytes
+     * are a valid struct; a value too wide for our fields is cut as the
+     * verbs would cut it. */
+    using L = binary_key_layout;
+    key k;
+    k.lid = uint16_t(get_be32(&msg[L::lid]));
+    k.out_reads = uint16_t(get_be32(&msg[L::out_reads]));
+    k.qpn = get_be32(&msg[L::qpn]) & 0xffffffu;
+    k.psn = get_be32(&msg[L::psn]) & 0xffffffu;
+    k.rkey = get_be32(&msg[L::rkey]);
+    k.vaddr = uint64_t(get_be32(&msg[L::vaddr])) << 32 | get_be32(&msg[L::vaddr + 4]);
+    std::memcpy(k.gid.data(), &msg[L::gid], k.gid.size());
+    k.srqn = get_be32(&msg[L::srqn]);
+    return k;
+}
+
+} // namespace
+
 std::vector<uint8_t> format_key(const key &k, key_format f) {
+    if (f == key_format::binary) return format_binary_key(k);
     /* ethernet_write_keys: sprintf into char msg[KEY_MSG_SIZE(_GID)] and
      * write(sizeof msg), so the NUL goes on the wire. */
     char buf[key_size_gid + 16];
@@ -80,12 +148,14 @@ std::vector<uint8_t> format_key(const key &k, key_format f) {
 }
 
 result<key> parse_key(std::span<const uint8_t> msg) {
+    if (msg.size() == key_size_binary) return parse_binary_key(msg);
     const bool with_gid = msg.size() == key_size_gid;
     if (!with_gid && msg.size() != key_size_no_gid)
         return make_error(errc::malformed, "perftest KEY message has " +
                                                std::to_string(msg.size()) + " bytes, expected " +
-                                               std::to_string(key_size_gid) + " or " +
-                                               std::to_string(key_size_no_gid));
+                                               std::to_string(key_size_gid) + ", " +
+                                               std::to_string(key_size_no_gid) + " or " +
+                                               std::to_string(key_size_binary));
     auto bad = [&](const std::string &why) {
         return make_error(errc::malformed, "malformed perftest KEY message from peer: " + why +
                                                ": \"" + printable(msg) + "\"");
@@ -309,10 +379,25 @@ result<session> session::accept(tcp_listener &l, const config &c, milliseconds a
     return session(std::move(*s), std::move(cc));
 }
 
+session::session(std::unique_ptr<message_channel> ch, config c)
+    : chan_(std::move(ch)), cfg_(std::move(c)) {
+    cfg_.rdma_cm = true;
+    cfg_.keys = key_format::binary;
+    cfg_.send_done = false;
+}
+
 result<void> session::xchg(std::span<const uint8_t> mine, std::span<uint8_t> theirs, milliseconds t,
                            std::string_view what) {
-    /* ctx_xchg_data_ethernet / ctx_hand_shake: "servername" (the client)
-     * writes first; the server reads first. */
+    /* ctx_xchg_data_ethernet / ctx_xchg_data_rdma / ctx_hand_shake:
+     * "servername" (the client) writes first; the server reads first. */
+    if (chan_) {
+        if (cfg_.side == role::client) {
+            if (auto r = chan_->send(mine, t, what); !r) return r;
+            return chan_->recv(theirs, t, what);
+        }
+        if (auto r = chan_->recv(theirs, t, what); !r) return r;
+        return chan_->send(mine, t, what);
+    }
     if (cfg_.side == role::client) {
         if (auto r = sock_.write_all(mine, t, what); !r) return r;
         return sock_.read_exact(theirs, t, what);
@@ -404,6 +489,12 @@ result<void> session::close_connection(const key &mine, milliseconds t) {
      * perftest 4.5 writes "done\0" (never read by the peer) and closes;
      * newer perftest just closes. */
     if (auto r = hand_shake(mine, t, "the closing key exchange"); !r) return r.err();
+    if (chan_) {
+        /* -R: nothing after the hand shake; the control connection is torn
+         * down with the QPs. */
+        chan_->close();
+        return {};
+    }
     if (cfg_.send_done) {
         /* The peer may already have closed (perftest >= 6.x does not wait):
          * a failure here is not an error of the exchange. */
@@ -416,6 +507,21 @@ result<void> session::close_connection(const key &mine, milliseconds t) {
     sock_.drain_until_eof(std::min(t, milliseconds(1000)));
     sock_.close();
     return {};
+}
+
+void session::finish(milliseconds t) {
+    if (chan_) {
+        chan_->close();
+        return;
+    }
+    sock_.shutdown_write();
+    sock_.drain_until_eof(std::min(t, milliseconds(1000)));
+    sock_.close();
+}
+
+void session::abort() {
+    if (chan_) chan_->close();
+    sock_.close();
 }
 
 /* ---- the per-test sequence -------------------------------------------------- */
@@ -444,9 +550,11 @@ std::vector<uint64_t> sizes_for(const config &c, const negotiated &n) {
 result<outcome> run_sequence(session &s, const hooks &h) {
     const config &c = s.cfg();
     if (auto v = validate(c); !v) return v.err();
-    if (!h.create_local || !h.connect_qps)
-        return make_error(errc::invalid,
-                          "perftest run: create_local and connect_qps hooks are required");
+    if (c.rdma_cm ? !h.connect_cm : (!h.create_local || !h.connect_qps))
+        return make_error(errc::invalid, c.rdma_cm
+                                             ? "perftest run -R: the connect_cm hook is required"
+                                             : "perftest run: create_local and connect_qps "
+                                               "hooks are required");
     const bool client = c.side == role::client;
     const bool bw = c.kind == test_kind::bw;
     const milliseconds st = c.timeout, tt = c.test_timeout;
@@ -456,8 +564,25 @@ result<outcome> run_sequence(session &s, const hooks &h) {
     if (!neg) return neg.err();
     o.params = *neg;
 
-    auto loc = h.create_local(o.params);
-    if (!loc) return make_error(errc::callback, "could not set up the local QPs: " + loc.message());
+    /* -R: create_rdma_cm_connection's hand shakes carry my_dest[0] before
+     * set_up_connection filled it: all zeros. */
+    const key zero_key{};
+    if (c.rdma_cm) {
+        auto r = s.hand_shake(zero_key, st, "the hand shake before the rdma_cm connection");
+        if (!r) return r.err();
+        ++o.hand_shakes;
+    }
+    auto loc = c.rdma_cm ? h.connect_cm(o.params) : h.create_local(o.params);
+    if (!loc)
+        return make_error(errc::callback,
+                          std::string(c.rdma_cm ? "could not connect the QPs through rdma_cm: "
+                                                : "could not set up the local QPs: ") +
+                              loc.message());
+    if (c.rdma_cm) {
+        auto r = s.hand_shake(zero_key, st, "the hand shake after the rdma_cm connection");
+        if (!r) return r.err();
+        ++o.hand_shakes;
+    }
     const std::vector<key> local = *loc;
     if (local.size() != static_cast<size_t>(c.num_qps))
         return make_error(errc::callback, "create_local returned " + std::to_string(local.size()) +
@@ -512,9 +637,11 @@ result<outcome> run_sequence(session &s, const hooks &h) {
     if (!rem) return rem.err();
     o.remote_keys = *rem;
 
-    /* ctx_connect: RTR/RTS with the peer's keys. */
-    if (auto r = h.connect_qps(o.remote_keys); !r)
-        return make_error(errc::callback, "could not connect the QPs: " + r.message());
+    /* ctx_connect: RTR/RTS with the peer's keys. With -R rdma_cm did that;
+     * the hook (optional then) only learns the peer's buffers. */
+    if (h.connect_qps)
+        if (auto r = h.connect_qps(o.remote_keys); !r)
+            return make_error(errc::callback, "could not connect the QPs: " + r.message());
 
     /* send_bw.c / send_lat.c: a QP-0 hand shake right after ctx_connect. */
     if (c.test_verb == verb::send)
@@ -606,9 +733,7 @@ result<outcome> run_sequence(session &s, const hooks &h) {
          * ctx_close_connection: no more TCP bytes. */
         for (uint64_t size : sizes)
             if (auto r = run_one(size); !r) return r.err();
-        s.socket().shutdown_write();
-        s.socket().drain_until_eof(std::min(st, milliseconds(1000)));
-        s.socket().close();
+        s.finish(st);
         return o;
     case verb::read:
     case verb::atomic: {
@@ -634,7 +759,7 @@ result<outcome> run(session &s, const hooks &h) {
     auto r = run_sequence(s, h);
     /* A failed exchange is over: close at once so the peer's next read fails
      * instead of waiting out its timeout (the stock tools exit here). */
-    if (!r) s.socket().close();
+    if (!r) s.abort();
     return r;
 }
 

@@ -20,6 +20,17 @@
  *      doubles with --report-per-port.
  *   7. ctx_close_connection: one more KEY handshake, then (perftest 4.5 /
  *      "6.06") each side writes "done\0" and closes.
+ *
+ * With -R (work_rdma_cm, which turns use_rdma_cm on too) the same exchanges
+ * travel as SENDs on a control RC QP that rdma_cm connected to the test's
+ * port first (rdma_client_connect / rdma_server_connect): each
+ * ctx_xchg_data is one message of exactly its size, and the KEY messages
+ * are struct pingpong_dest in binary, 56 B (rdma_write_keys, HAVE_ENDIAN:
+ * lid, out_reads, qpn, psn, rkey as big-endian int32, 4 B of padding,
+ * vaddr big-endian 64, the GID, srqn and gid_index big-endian). The test's
+ * own QPs are then connected by a second rdma_cm connection per QP, to the
+ * same port, between two hand shakes (create_rdma_cm_connection), where the
+ * TCP run creates them (ctx_init); no ctx_connect, and no "done".
  */
 #ifndef UROCE_APPS_PERFTEST_OOB_H
 #define UROCE_APPS_PERFTEST_OOB_H
@@ -27,6 +38,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -45,6 +57,7 @@ inline constexpr size_t key_size_no_gid = 59;               /* KEY_MSG_SIZE */
 inline constexpr size_t key_size_gid = 108;                 /* KEY_MSG_SIZE_GID */
 inline constexpr size_t mtu_msg_size = 2;                   /* check_mtu, peer >= 5.31 */
 inline constexpr size_t done_size = 5;                      /* sizeof "done" */
+inline constexpr size_t key_size_binary = 56;               /* sizeof(struct pingpong_dest): -R */
 
 enum class verb { send, write, read, atomic };
 enum class test_kind { bw, lat };
@@ -70,11 +83,12 @@ struct key {
 enum class key_format {
     gid,    /* KEY_PRINT_FMT_GID, 108 B: what every RoCE run sends */
     no_gid, /* KEY_PRINT_FMT, 59 B: IB without -x */
+    binary, /* struct pingpong_dest, 56 B: -R (rdma_write_keys) */
 };
 size_t key_size(key_format f);
 /* The exact bytes ethernet_write_keys sends, NUL included. */
 std::vector<uint8_t> format_key(const key &k, key_format f);
-/* Either format, chosen by size (108 or 59). Both sides must use the same
+/* Any format, chosen by size (108, 59 or 56). Both sides must use the same
  * format: the stock reader reads the size of its own format. */
 result<key> parse_key(std::span<const uint8_t> msg);
 
@@ -135,6 +149,24 @@ struct config {
     milliseconds timeout{10000};       /* each wait during setup */
     milliseconds test_timeout{600000}; /* each wait while the peer runs its measurement */
     bool send_done = true;             /* write "done\0" after the final handshake (perftest 4.5) */
+    /* -R: the exchanges go over a message_channel, the keys are binary, and
+     * the hooks' connect_cm creates and connects the QPs (see the top). */
+    bool rdma_cm = false;
+};
+
+/* What carries the exchanges with -R: one message per ctx_xchg_data, in
+ * order, exactly as many bytes as the reader expects (a SEND on perftest's
+ * control QP). */
+class message_channel {
+  public:
+    virtual ~message_channel() = default;
+    virtual result<void> send(std::span<const uint8_t> msg, milliseconds timeout,
+                              std::string_view what) = 0;
+    /* The next message; an error when it is not exactly msg.size() bytes. */
+    virtual result<void> recv(std::span<uint8_t> msg, milliseconds timeout,
+                              std::string_view what) = 0;
+    /* The exchange is over (or failed): stop using the channel. */
+    virtual void close() = 0;
 };
 
 /* Checks the config (version range, num_qps, mtu). */
@@ -156,6 +188,8 @@ class session {
     static result<session> connect(std::string_view host, uint16_t port, const config &c);
     static result<session> accept(tcp_listener &l, const config &c, milliseconds accept_timeout);
     session(tcp_socket s, config c) : sock_(std::move(s)), cfg_(std::move(c)) {}
+    /* -R: over a connected control channel (cfg.rdma_cm and binary keys are set). */
+    session(std::unique_ptr<message_channel> ch, config c);
 
     const config &cfg() const { return cfg_; }
     tcp_socket &socket() { return sock_; }
@@ -172,11 +206,15 @@ class session {
     result<std::vector<key>> hand_shake_all(std::span<const key> mine, milliseconds t);
     /* xchg_bw_reports (peer >= 5.33: iters is 8 bytes). */
     result<bw_report> xchg_bw_reports(const bw_report &mine, milliseconds t);
-    /* ctx_close_connection: hand shake, "done" (when cfg.send_done), close. */
+    /* ctx_close_connection: hand shake, "done" (when cfg.send_done, not with -R), close. */
     result<void> close_connection(const key &mine, milliseconds t);
+    /* The end without ctx_close_connection (write_lat), or after a failure. */
+    void finish(milliseconds t);
+    void abort();
 
   private:
     tcp_socket sock_;
+    std::unique_ptr<message_channel> chan_; /* -R */
     config cfg_;
 };
 
@@ -185,8 +223,13 @@ struct hooks {
     /* After the MTU exchange: create the QPs/MRs (ctx_init) and return one
      * key per QP (set_up_connection). Required. */
     std::function<result<std::vector<key>>(const negotiated &)> create_local;
+    /* -R instead of create_local and connect_qps: create the QPs and
+     * connect each through rdma_cm (create_rdma_cm_connection, called
+     * between its two hand shakes); returns one key per QP. */
+    std::function<result<std::vector<key>>(const negotiated &)> connect_cm;
     /* After the first per-QP key exchange: move the QPs to RTR/RTS with the
-     * peer's keys (ctx_connect). Required. */
+     * peer's keys (ctx_connect). Required; with -R optional, and the QPs
+     * are connected already: it only hands over the peer's keys. */
     std::function<result<void>(std::span<const key> remote)> connect_qps;
     /* send tests: post receive WQEs before the "ready" hand shake
      * (ctx_set_recv_wqes). Optional. */

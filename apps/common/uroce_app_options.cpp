@@ -257,6 +257,20 @@ void add_stack_options(command_line &cl, stack_options &o) {
                 o.pcap = v;
                 return true;
             }});
+    cl.add(number_option("dcqcn", 0, "mbps",
+                         "DCQCN rate control on every RC/UC QP, at most <mbps>\n"
+                         "(the line rate; doc/congestion.md)",
+                         1, 1000000, [&o](long n) {
+                             o.cc.dcqcn = true;
+                             o.cc.rp.line_rate_mbps = uint64_t(n);
+                         }));
+    cl.add({"no-ecn", 0, "", "send Not-ECT instead of ECT(0)", [&o](const char *, std::string &) {
+                o.cc.ecn = false;
+                return true;
+            }});
+    cl.add(number_option("cnp-interval", 0, "us",
+                         "at most one CNP per QP per <us> microseconds (default 4)", 0, 1000000,
+                         [&o](long n) { o.cc.cnp_interval_ns = uint64_t(n) * 1000; }));
     cl.add(number_option("shards", 0, "n",
                          "n shards (engine, device, port queues), one lcore each;\n"
                          "uroce's EAL defaults then take lcores 0..n-1",

@@ -188,6 +188,7 @@ std::unique_ptr<stack> stack::create(const stack_options &o, std::string &err) {
     for (size_t i = 0; i < st->addrs().gid_count() && dc.num_gids < std::size(dc.gids); i++)
         dc.gids[dc.num_gids++] = *st->addrs().gid_at(i);
     dc.max_mtu = st->max_mtu();
+    dc.cc = o.cc;
     /* One shard keeps the default device (QPNs 0x11..); with several, shard
      * 0 takes the first slice of the QPN space and the others theirs. */
     if (o.shards > 1) shard_qpn_range(dc, 0);
@@ -367,12 +368,21 @@ void stack::print_counters(FILE *f) const {
             char label[16];
             std::snprintf(label, sizeof(label), "qp 0x%x", qp_num(q));
             dump(label, qp_counters_of(q), qp_counter_table, std::size(qp_counter_table));
+            const qp_cc_info cc = qp_cc_query(q);
+            if (cc.paced) /* the reaction point's rate (<uroce/cc.h>) */
+                std::fprintf(f,
+                             "  %s  rate %lu Mb/s target %lu Mb/s lowest %lu Mb/s alpha %.4f%s\n",
+                             label, (unsigned long)cc.rate_mbps, (unsigned long)cc.target_mbps,
+                             (unsigned long)cc.lowest_mbps, cc.alpha,
+                             cc.dcqcn ? "" : " (line rate, no DCQCN)");
         });
     }
 }
 
 void maybe_print_counters(const stack &st) {
-    if (counters_requested.exchange(false)) st.print_counters(stderr);
+    /* a plain load first: this runs once per poll in uroce-perf */
+    if (counters_requested.load(std::memory_order_relaxed) && counters_requested.exchange(false))
+        st.print_counters(stderr);
 }
 
 } // namespace uroce::app

@@ -45,6 +45,7 @@ struct stack_options {
     std::optional<rte_ether_addr> mac;
     uint32_t link_mtu = 0; /* 0: the PMD's */
     std::string pcap;
+    cc_config cc;               /* ECN, CNPs, DCQCN (--dcqcn, --no-ecn, --cnp-interval) */
     std::string name = "uroce"; /* telemetry and pool names */
     unsigned shards = 1;
     /* With shards: the stack runs shards 1.. on the worker lcores (each a
@@ -160,6 +161,9 @@ inline void stack::linger(std::chrono::milliseconds idle, std::chrono::milliseco
     }
 }
 
+/* SIGUSR1 asks for a counter dump; apps call this from their loops. */
+void maybe_print_counters(const stack &st);
+
 /* Blocking control work (the TCP exchanges, which may wait seconds) runs on
  * a control thread while the stack's thread keeps polling, so ARP, ND and
  * ping are answered meanwhile, as the kernel would. Anything the control
@@ -177,6 +181,7 @@ class control_runner {
         while (done.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
             st_.poll();
             serve();
+            maybe_print_counters(st_);
         }
         worker.join();
         return done.get();
@@ -184,11 +189,16 @@ class control_runner {
 
     /* From the control thread: run fn on the stack's thread and wait for it. */
     template <class R> R call_on_stack(std::function<R()> fn) {
-        std::packaged_task<R()> task(std::move(fn));
-        std::future<R> done = task.get_future();
+        /* Shared with the job: the stack's thread may still be inside
+         * task() (packaged_task makes the result ready, then returns)
+         * when done.get() returns here, so the task must not live on this
+         * thread's stack (a candidate for one unexplained SIGSEGV of a
+         * perf_e2e server, not reproduced since). */
+        auto task = std::make_shared<std::packaged_task<R()>>(std::move(fn));
+        std::future<R> done = task->get_future();
         {
             std::lock_guard<std::mutex> lock(mu_);
-            pending_ = [&task] { task(); };
+            pending_ = [task] { (*task)(); };
         }
         return done.get();
     }
@@ -206,9 +216,6 @@ class control_runner {
     std::mutex mu_;
     std::function<void()> pending_;
 };
-
-/* SIGUSR1 asks for a counter dump; apps call this from their loops. */
-void maybe_print_counters(const stack &st);
 
 } // namespace uroce::app
 

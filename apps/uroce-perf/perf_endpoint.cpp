@@ -49,14 +49,15 @@ endpoint::endpoint(app::stack &st, const perf_params &p, progress_fn progress, u
 endpoint::~endpoint() {
     for (ah *a : ahs_)
         destroy_ah(a);
-    for (qp *q : qps_)
-        destroy_qp(q);
+    if (owns_qps_)
+        for (qp *q : qps_)
+            destroy_qp(q);
     if (cq_) destroy_cq(cq_);
     if (mr_) dereg_mr(mr_);
     if (pd_) dealloc_pd(pd_);
 }
 
-std::string endpoint::create() {
+std::string endpoint::create_resources() {
     verbs_error err;
     buf_.assign(size_t(p_.num_qps) * 2 * half(), 0);
     pd_ = alloc_pd(st_.ctx(shard_), &err);
@@ -68,15 +69,32 @@ std::string endpoint::create() {
     cq_ = create_cq(st_.ctx(shard_), int((p_.tx_depth + p_.rx_depth) * uint32_t(p_.num_qps)),
                     nullptr, &err);
     if (!cq_) return std::string("create_cq: ") + verbs_error_str(err);
+    return {};
+}
+
+qp_init_attr endpoint::qp_attrs() const {
+    qp_init_attr ia;
+    ia.send_cq = cq_;
+    ia.recv_cq = cq_;
+    ia.qp_type = p_.conn;
+    ia.cap.max_send_wr = p_.tx_depth;
+    ia.cap.max_recv_wr = p_.rx_depth;
+    ia.cap.max_inline_data = p_.inline_size;
+    return ia;
+}
+
+void endpoint::adopt_qp(qp *q) {
+    owns_qps_ = false; /* their cm_ids destroy them */
+    qps_.push_back(q);
+    psn_.push_back(uint32_t(lrand48() & 0xffffff)); /* printed only: rdma_cm chose the PSNs */
+    recv_posted_.assign(qps_.size(), 0);
+}
+
+std::string endpoint::create() {
+    if (std::string e = create_resources(); !e.empty()) return e;
+    verbs_error err;
     for (int i = 0; i < p_.num_qps; i++) {
-        qp_init_attr ia;
-        ia.send_cq = cq_;
-        ia.recv_cq = cq_;
-        ia.qp_type = p_.conn;
-        ia.cap.max_send_wr = p_.tx_depth;
-        ia.cap.max_recv_wr = p_.rx_depth;
-        ia.cap.max_inline_data = p_.inline_size;
-        qp *q = create_qp(pd_, ia, &err);
+        qp *q = create_qp(pd_, qp_attrs(), &err);
         if (!q) return std::string("create_qp: ") + verbs_error_str(err);
         qps_.push_back(q);
         qp_attr at;

@@ -72,6 +72,15 @@ class endpoint {
 
     /* Create PD, MR (num_qps x max_size, all remote access), CQ and the QPs, in INIT. */
     std::string create();
+    /* -R: PD, MR and CQ only; each QP comes from rdma_cm (created on its
+     * cm_id with qp_attrs() on protection_domain(), connected by the CM)
+     * and is adopted: destroy_qp on the cm_id ends it, before the endpoint goes. */
+    std::string create_resources();
+    qp_init_attr qp_attrs() const;
+    uroce::pd *protection_domain() const { return pd_; }
+    void adopt_qp(qp *q);
+    /* -R: the peer's buffers (its keys); the QPs are connected already. */
+    void set_remote(const std::vector<oob::perftest::key> &remote) { remote_ = remote; }
     /* This side's KEY for each QP (GID of the family of peer_family). */
     std::vector<oob::perftest::key> local_keys(const gid &our_gid) const;
     /* RTR and RTS against the peer's keys, with perftest's attributes
@@ -133,6 +142,7 @@ class endpoint {
     mr *mr_ = nullptr;
     cq *cq_ = nullptr;
     std::vector<qp *> qps_;
+    bool owns_qps_ = true; /* false: adopted from rdma_cm, which destroys them */
     std::vector<uint32_t> psn_;
     std::vector<oob::perftest::key> remote_;
     std::vector<uint32_t> recv_posted_;

@@ -11,6 +11,10 @@
  * MTU, per-QP keys, barriers, reports; apps/common/perftest_oob.h) and so
  * are the QP attributes and the output tables.
  *
+ * With -R (perftest's --rdma_cm) the QPs are connected by rdma_cm on the
+ * wire (<uroce/cm.h>) and the exchange travels over an rdma_cm connection
+ * instead of TCP, as perftest -R does (perf_rdma_cm.h).
+ *
  * --loopback runs both ends in this process over a net_ring pair on one
  * core (no NIC, no hugepages), after measuring the bare ring's packet rate
  * as the ceiling, and prints a table per test (default: send_bw, write_bw
@@ -38,6 +42,7 @@
 #include <rte_ring.h>
 
 #include "perf_endpoint.h"
+#include "perf_rdma_cm.h"
 #include "uroce_app_options.h"
 #include "uroce_app_stack.h"
 
@@ -64,6 +69,7 @@ struct options {
     uint16_t tcp_port = oob::default_port;
     std::string server;
     uint32_t timeout_s = 10;
+    bool rdma_cm = false; /* -R */
 };
 
 bool parse_test(const std::string &name, verb &v, test_kind &k) {
@@ -176,11 +182,9 @@ int parse_args(int argc, char **argv, options &o) {
                 err = "bidirectional runs are not supported yet";
                 return false;
             }});
-    cl.add({"rdma_cm", 'R', "", "not supported: uroce uses the TCP exchange",
-            [](const char *, std::string &err) {
-                err = "rdma_cm is not supported: use the TCP exchange (no -R)";
-                return false;
-            }});
+    cl.add(app::flag_option("rdma_cm", 'R',
+                            "connect the QPs with rdma_cm, and exchange over it instead of TCP",
+                            o.rdma_cm));
     cl.section("uroce-perf's own");
     cl.add(app::flag_option("loopback", 0, "both ends in this process over a net_ring pair",
                             o.loopback));
@@ -240,7 +244,11 @@ int parse_args(int argc, char **argv, options &o) {
             return cl.usage_error("-c UC runs SEND and WRITE tests only");
         if (o.p.conn == qp_type::ud && v != verb::send)
             return cl.usage_error("-c UD runs SEND tests only");
+        /* perftest: "UC is not supported in librdmacm"; UD through rdma_cm
+         * (SIDR) is not in uroce-perf yet */
+        if (o.rdma_cm) return cl.usage_error("-R runs RC only (no -c " + std::string(conn) + ")");
     }
+    if (o.rdma_cm && o.loopback) return cl.usage_error("-R is for runs against a peer");
     o.inline_given = inline_size.has_value();
     o.p.inline_size =
         inline_size ? *inline_size : default_inline(o.tests[0].first, o.tests[0].second, o.p.conn);
@@ -634,26 +642,64 @@ int run_remote(options &o) {
 
     warn_no_peak(p, kind, op == verb::send && cfg.side == oob::perftest::role::server);
     app::control_runner ctl(*st);
+    /* With -R everything runs on this thread (the exchange waits on our own
+     * control QP, polling the stack); over TCP the exchange blocks on a
+     * control thread, which hands the stack's work back to this one. */
+    auto on_stack = [&](const std::function<std::string()> &fn) {
+        return o.rdma_cm ? fn() : ctl.call_on_stack<std::string>(fn);
+    };
+    /* -R: the CM goes last, after every id (declared first, destroyed last). */
+    std::unique_ptr<cm_service, void (*)(cm_service *)> cm(nullptr,
+                                                           [](cm_service *c) { close_cm(c); });
+    if (o.rdma_cm) {
+        verbs_error ve = verbs_error::ok;
+        cm.reset(open_cm(st->eng(), {}, &ve));
+        if (!cm) {
+            std::fprintf(stderr, "uroce-perf: cannot open the CM: %s\n", verbs_error_str(ve));
+            return 1;
+        }
+    }
     std::unique_ptr<endpoint> ep;
+    std::unique_ptr<data_connections> data; /* -R; before ep goes, its QPs go */
+    control_channel *control_ = nullptr;    /* -R, while the exchange runs */
+    sockaddr_storage server_addr{};
+    if (o.rdma_cm && !o.server.empty() && !make_sockaddr(o.server, o.tcp_port, server_addr)) {
+        std::fprintf(stderr, "uroce-perf: cannot resolve %s\n", o.server.c_str());
+        return app::exit_usage;
+    }
+    if (o.rdma_cm && !o.server.empty() && o.gidx < 0) {
+        /* -R over IPv6: our GID of the server's family */
+        gid peer =
+            server_addr.ss_family == AF_INET6
+                ? gid::from_bytes(
+                      reinterpret_cast<const sockaddr_in6 *>(&server_addr)->sin6_addr.s6_addr)
+                : gid::from_ipv4(
+                      ntohl(reinterpret_cast<const sockaddr_in *>(&server_addr)->sin_addr.s_addr));
+        if (int gi = st->gid_index_for(peer); gi >= 0) our_gid = *st->addrs().gid_at(size_t(gi));
+    }
+    const int family = our_gid.is_ipv4_mapped() ? AF_INET : AF_INET6;
     bool header_done = false;
     oob::perftest::hooks h;
     h.create_local =
         [&](const oob::perftest::negotiated &n) -> oob::result<std::vector<oob::perftest::key>> {
-        std::string e = ctl.call_on_stack<std::string>([&] {
+        std::string e = on_stack([&] {
             p.path_mtu = mtu(n.mtu);
             /* The stock bw client walks the remote address through a
              * cycle_buffer-sized window for messages up to cycle_buffer / 2
              * (perftest_resources.h, increase_rem_addr), so each QP's region
              * must span the negotiated cycle_buffer, not just one message. */
             p.max_size = std::max<uint64_t>(p.max_size, n.cycle_buffer);
-            ep = std::make_unique<endpoint>(*st, p, [&] { st->poll(); });
+            ep = std::make_unique<endpoint>(*st, p, [&] {
+                st->poll();
+                app::maybe_print_counters(*st); /* SIGUSR1 */
+            });
             return ep->create();
         });
         if (!e.empty()) return oob::make_error(oob::errc::callback, e);
         return ep->local_keys(our_gid);
     };
     h.connect_qps = [&](std::span<const oob::perftest::key> remote) -> oob::result<void> {
-        std::string e = ctl.call_on_stack<std::string>([&] {
+        std::string e = on_stack([&] {
             gid rg{remote[0].gid};
             if (rg.is_zero())
                 return std::string("the peer sent no GID: RoCE needs one (perftest -x 1 on rxe)");
@@ -666,7 +712,7 @@ int run_remote(options &o) {
         return {};
     };
     h.prepare = [&](uint64_t) -> oob::result<void> {
-        std::string e = ctl.call_on_stack<std::string>([&] { return ep->post_receives(); });
+        std::string e = on_stack([&] { return ep->post_receives(); });
         if (!e.empty()) return oob::make_error(oob::errc::callback, e);
         return {};
     };
@@ -680,7 +726,7 @@ int run_remote(options &o) {
     };
     h.run = [&](uint64_t size) -> oob::result<oob::perftest::bw_report> {
         oob::perftest::bw_report rep;
-        std::string e = ctl.call_on_stack<std::string>([&]() -> std::string {
+        std::string e = on_stack([&]() -> std::string {
             print_header();
             const uint64_t sz = op == verb::atomic ? 8 : size;
             if (kind == test_kind::bw) {
@@ -717,13 +763,80 @@ int run_remote(options &o) {
         for (const auto &r : out.remote_reports)
             print_bw_line(stdout, r.size, r.iters, r.bw_peak, r.bw_avg, r.msg_rate_avg);
     };
-    std::string oob_err = ctl.run<std::string>([&]() -> std::string {
+    if (o.rdma_cm) {
+        /* create_rdma_cm_connection: the endpoint's QPs, each connected by
+         * rdma_cm; READ and atomic tests offer out_reads both ways. */
+        h.create_local = nullptr;
+        h.connect_cm = [&](const oob::perftest::negotiated &n)
+            -> oob::result<std::vector<oob::perftest::key>> {
+            p.path_mtu = mtu(n.mtu);
+            p.max_size = std::max<uint64_t>(p.max_size, n.cycle_buffer);
+            ep = std::make_unique<endpoint>(*st, p, [&] { st->poll(); });
+            if (std::string e = ep->create_resources(); !e.empty())
+                return oob::make_error(oob::errc::callback, e);
+            cm_conn_param cp;
+            if (op == verb::read || op == verb::atomic)
+                cp.responder_resources = cp.initiator_depth = p.out_reads;
+            cp.retry_count = 7;
+            cp.rnr_retry_count = 7;
+            data = std::make_unique<data_connections>(*st, cm.get());
+            const auto t = std::chrono::seconds(o.timeout_s);
+            std::string e = cfg.side == oob::perftest::role::client
+                                ? data->connect(reinterpret_cast<sockaddr *>(&server_addr), *ep,
+                                                p.num_qps, cp, t)
+                                : data->accept(*control_, *ep, p.num_qps, cp, t);
+            if (!e.empty()) return oob::make_error(oob::errc::callback, e);
+            return ep->local_keys(our_gid);
+        };
+        h.connect_qps = [&](std::span<const oob::perftest::key> remote) -> oob::result<void> {
+            ep->set_remote({remote.begin(), remote.end()});
+            return {};
+        };
+    }
+    /* perftest's server banner, before it waits for the client (with -R
+     * once the rdma_cm listener is up: scripts wait for it). */
+    auto waiting_banner = [] {
+        std::printf("\n************************************\n"
+                    "* Waiting for client to connect... *\n"
+                    "************************************\n");
+        std::fflush(stdout);
+    };
+    auto run_rdma_cm = [&]() -> std::string {
+        std::string e;
+        if (cfg.side == oob::perftest::role::client &&
+            !st->wait_link_up(std::chrono::seconds(o.timeout_s)))
+            return "the port's link did not come up within " + std::to_string(o.timeout_s) + " s";
+        std::unique_ptr<control_channel> ch =
+            cfg.side == oob::perftest::role::client
+                ? control_channel::connect(*st, cm.get(),
+                                           reinterpret_cast<sockaddr *>(&server_addr),
+                                           std::chrono::seconds(o.timeout_s), e)
+                : control_channel::accept(*st, cm.get(), family, o.tcp_port, waiting_banner, e);
+        if (!ch) return e;
+        control_channel &control = *ch;
+        control_ = &control;
+        oob::perftest::session s(std::move(ch), cfg);
+        auto r = oob::perftest::run(s, h);
+        if (r) print_peer_reports(*r);
+        std::fflush(stdout);
+        if (r) st->linger(); /* the QPs are still up: re-ACK a peer's last retransmissions */
+        /* destroy_ctx: every data connection, then the control one. */
+        if (data) {
+            std::string de = data->disconnect(std::chrono::seconds(o.timeout_s));
+            if (!de.empty()) std::fprintf(stderr, "uroce-perf: %s\n", de.c_str());
+        }
+        data.reset(); /* its ids may be on the control connection's channel */
+        control.disconnect(std::chrono::seconds(std::min<uint32_t>(o.timeout_s, 3)));
+        return r ? std::string() : r.message();
+    };
+    std::string oob_err = o.rdma_cm ? run_rdma_cm() : ctl.run<std::string>([&]() -> std::string {
         if (cfg.side == oob::perftest::role::client) {
             auto r = oob::perftest::run_client(o.server, o.tcp_port, cfg, h);
             return r ? std::string() : r.message();
         }
         auto listener = oob::tcp_listener::listen("", o.tcp_port);
         if (!listener) return listener.message();
+        waiting_banner();
         for (;;) {
             auto r = oob::perftest::run_server(*listener, cfg, h, std::chrono::milliseconds(200));
             if (r) {
@@ -742,10 +855,12 @@ int run_remote(options &o) {
     if (!oob_err.empty()) {
         std::fprintf(stderr, "uroce-perf: %s\n", oob_err.c_str());
         st->print_counters(stderr);
+        if (cm) cm_print_counters(cm.get(), stderr);
         return 1;
     }
     std::fflush(stdout);
-    st->linger(); /* the QPs (ep) are still up: re-ACK a peer's last retransmissions */
+    if (!o.rdma_cm)
+        st->linger(); /* the QPs (ep) are still up: re-ACK a peer's last retransmissions */
     return 0;
 }
 

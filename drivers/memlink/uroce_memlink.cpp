@@ -136,11 +136,18 @@ void memlink::send_to(memlink_port *from, memlink_port *to, rte_mbuf *m) {
         rte_pktmbuf_free(m);
         return;
     }
+    /* the bottleneck first: its queue, ECN marks and drops, then its delay */
+    uint64_t at = 0;
+    if (to->bn_ && !to->bn_->admit(m, now_ns(), uniform(), &at)) {
+        ++stats_.dropped;
+        rte_pktmbuf_free(m);
+        return;
+    }
     /* fixed draw order: drop, corrupt, duplicate, delay, reorder */
     bool fault_draws = cfg_.drop > 0 || cfg_.corrupt > 0 || cfg_.duplicate > 0 || cfg_.delay > 0 ||
                        cfg_.reorder > 0;
     if (!fault_draws) {
-        to->enqueue(m, 0);
+        to->enqueue(m, at);
         return;
     }
     if (uniform() < cfg_.drop) {
@@ -163,9 +170,8 @@ void memlink::send_to(memlink_port *from, memlink_port *to, rte_mbuf *m) {
         dup = rte_pktmbuf_copy(m, m->pool, 0, UINT32_MAX);
         if (dup) ++stats_.duplicated;
     }
-    uint64_t at = 0;
     if (uniform() < cfg_.delay) {
-        at = now_ns() + cfg_.delay_ns;
+        at = (at ? at : now_ns()) + cfg_.delay_ns;
         ++stats_.delayed;
     }
     bool hold = uniform() < cfg_.reorder;

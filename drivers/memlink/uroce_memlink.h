@@ -25,6 +25,8 @@
 #include <uroce/clock.h>
 #include <uroce/netdev.h>
 
+#include "uroce_memlink_bottleneck.h"
+
 struct rte_mbuf;
 
 namespace uroce {
@@ -69,6 +71,10 @@ class memlink_port final : public netdev {
     /* Frames whose delivery time has come, up to n. The caller owns them. */
     uint16_t rx_burst(rte_mbuf **pkts, uint16_t n);
     uint32_t queued() const { return count_ + (held_ ? 1 : 0); }
+    /* Put a model bottleneck (uroce_memlink_bottleneck.h) in front of this
+     * port: every frame to it queues there first. */
+    void set_bottleneck(const bottleneck_config &cfg) { bn_ = std::make_unique<bottleneck>(cfg); }
+    bottleneck *bottleneck_model() const { return bn_.get(); }
 
   private:
     friend class memlink;
@@ -83,6 +89,7 @@ class memlink_port final : public netdev {
     uint32_t depth_;
     uint32_t count_ = 0;       /* entries q_[0..count_) in arrival order */
     rte_mbuf *held_ = nullptr; /* a frame being reordered behind the next one */
+    std::unique_ptr<bottleneck> bn_;
 };
 
 class memlink {

@@ -70,6 +70,7 @@ struct ext_fields {
     uint32_t src_qp = 0;     /* DETH */
     uint8_t feth_selectivity = 0;
     uint8_t feth_placement = 0;
+    const uint8_t *sack_bitmap = nullptr; /* SACK ETH: 16 bytes, or zeros */
 };
 
 /* Pad bytes that round a payload up to a 4-byte multiple (IBTA 9.2: PadCnt). */

@@ -52,17 +52,31 @@ namespace uroce {
     X(inv_rkey_refused, "SEND with Invalidate refused: key not remotely invalidatable")            \
     X(rd_atomic_refused, "READ/atomic requests refused: max_dest_rd_atomic already outstanding")   \
     X(rd_atomic_evicted, "queued READ/atomic replays dropped to make room for a new request")      \
+    X(ce_marks_rcvd, "frames received with the IP ECN field at CE (congestion on the way)")        \
+    X(cnps_sent, "congestion notification packets sent to the peer QP")                            \
+    X(ce_no_cnp, "CE marks not answered: CNP within cnp_interval, UD, no path, CNPs off, no mbuf") \
+    X(cnps_rcvd, "congestion notification packets received")                                       \
+    X(rate_cuts, "DCQCN rate cuts")                                                                \
     X(completions, "work completions written")                                                     \
     X(error_completions, "work completions with an error status")                                  \
     X(tlp_probes, "tail-loss probes: unacknowledged packets re-sent with AckReq after RTTs of "    \
                   "silence (not retries)")                                                         \
-    X(tlp_recoveries, "forward progress after a tail-loss probe, before the ACK timeout")
+    X(tlp_recoveries, "forward progress after a tail-loss probe, before the ACK timeout")          \
+    X(sr_placed, "selective repeat: WRITE packets placed ahead of the expected PSN")               \
+    X(sr_held_back, "selective repeat: packets ahead of the expected PSN not placed (SEND, READ, " \
+                    "atomic, immediate; resent when the SACK shows them missing)")                 \
+    X(sr_refused, "selective repeat: out-of-order packets refused (R_Key, access, length, "        \
+                  "beyond the window, or a selective-repeat opcode on a QP without it)")           \
+    X(sacks_sent, "selective repeat: SACKs sent")                                                  \
+    X(sacks_rcvd, "selective repeat: SACKs received")                                              \
+    X(sack_refused, "selective repeat: SACKs refused (QP without it, or for PSNs never sent)")     \
+    X(sack_resends, "selective repeat: packets re-sent because a SACK showed them missing")
 
 #define UROCE_DEV_COUNTERS(X)                                                                      \
     X(rx_pkts, "frames handed to rx_burst")                                                        \
     X(rx_parse_errors, "frames that are not well-formed RoCEv2")                                   \
     X(rx_icrc_errors, "frames with a bad ICRC")                                                    \
-    X(rx_cnp_ignored, "congestion notification packets (no congestion control: ignored)")          \
+    X(rx_cnp_ignored, "congestion notification packets for a QP without DCQCN (ignored)")          \
     X(rx_not_ours, "frames for another MAC or IP")                                                 \
     X(rx_no_qp, "frames for an unknown QPN")                                                       \
     X(rx_wrong_transport, "frames whose transport does not match the QP type")                     \

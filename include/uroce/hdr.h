@@ -277,6 +277,37 @@ struct cnp_body {
     uint8_t reserved[16];
 };
 
+/* The DMA Length field of the RETH of uroce's selective-repeat WRITE
+ * packets (opcodes 0xC0-0xC3, doc/loss-recovery.md): not a length (each
+ * packet's own payload length is its extent) but where the packet stands:
+ * bits 23:0 its index in the message (PSN - the message's first PSN), bit
+ * 31 set when the requester found the message independent of every
+ * earlier outstanding request (no overlapping remote range, no SEND with
+ * Invalidate), so it may be placed before them. */
+namespace sr_place {
+inline constexpr uint32_t independent = 1u << 31;
+inline constexpr uint32_t index_mask = 0xffffff;
+static inline constexpr uint32_t make(uint32_t index, bool indep) {
+    return (index & index_mask) | (indep ? independent : 0u);
+}
+} // namespace sr_place
+
+/* Selective-acknowledgement bitmap of uroce's SACK (opcode 0xC3, a
+ * manufacturer-specific opcode, IBTA 9.2.1; doc/loss-recovery.md): after
+ * the AETH, 128 bits, one per PSN after the responder's expected PSN
+ * (BTH PSN + 1 is the expected PSN, still missing; bit i stands for PSN
+ * BTH PSN + 2 + i). Bit i is byte i / 8, most significant bit first, as
+ * network order reads. 16 bytes. */
+struct sack_eth {
+    static constexpr unsigned bits = 128;
+    uint8_t bitmap[16];
+
+    bool received(unsigned i) const { return i < bits && (bitmap[i >> 3] & (0x80u >> (i & 7))); }
+    void set_received(unsigned i) {
+        if (i < bits) bitmap[i >> 3] = uint8_t(bitmap[i >> 3] | (0x80u >> (i & 7)));
+    }
+};
+
 /* The trailing Invariant CRC, stored least-significant byte first (Annex A17.3.3, rxe_icrc.c). */
 struct icrc_trailer {
     uint8_t icrc_le[4];
@@ -340,6 +371,7 @@ UROCE_CHECK_HDR(ieth, 4);
 UROCE_CHECK_HDR(deth, 8);
 UROCE_CHECK_HDR(feth, 4);
 UROCE_CHECK_HDR(cnp_body, 16);
+UROCE_CHECK_HDR(sack_eth, 16);
 UROCE_CHECK_HDR(icrc_trailer, 4);
 #undef UROCE_CHECK_HDR
 

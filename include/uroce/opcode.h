@@ -65,6 +65,16 @@ enum class ib_opcode : uint8_t {
     ud_send_only_imm = 0x65,
     /* RoCEv2 congestion notification, Annex A17.9.3 */
     cnp = 0x81,
+    /* uroce's selective repeat between uroce peers (doc/loss-recovery.md),
+     * in the manufacturer-specific range 0xC0-0xFF (IBTA 9.2.1 table 36):
+     * RDMA WRITE packets that each carry a RETH with their own address and
+     * place in the message, and a SACK. Only a QP with
+     * qp_attr::selective_repeat sends or accepts them. */
+    sr_rdma_write_first = 0xc0,
+    sr_rdma_write_middle = 0xc1,
+    sr_rdma_write_last = 0xc2,
+    sr_rdma_write_only = 0xc3,
+    sr_sack = 0xc4,
 };
 
 static inline constexpr uint8_t to_u8(ib_opcode op) {
@@ -97,7 +107,9 @@ inline constexpr uint32_t flush = 1u << 17;
 inline constexpr uint32_t atomic_write = 1u << 18;
 inline constexpr uint32_t first = 1u << 19; /* starts a message */
 inline constexpr uint32_t middle = 1u << 20;
-inline constexpr uint32_t last = 1u << 21; /* ends a message */
+inline constexpr uint32_t last = 1u << 21;     /* ends a message */
+inline constexpr uint32_t sack_eth = 1u << 22; /* uroce SACK bitmap */
+inline constexpr uint32_t vendor = 1u << 23;   /* manufacturer-specific (uroce selective repeat) */
 inline constexpr uint32_t valid = 1u << 31;
 inline constexpr uint32_t only = first | last;
 } // namespace op_flag
@@ -114,6 +126,7 @@ enum class ext_hdr : uint8_t {
     immdt,
     ieth,
     cnp_body,
+    sack_eth,
     count
 };
 
@@ -124,7 +137,7 @@ struct opcode_info {
     uint8_t ext_len = 0; /* bytes of extension headers after the BTH */
     /* offset of each extension header from the end of the BTH; absent ones read 0xff */
     std::array<uint8_t, size_t(ext_hdr::count)> ext_offset{0xff, 0xff, 0xff, 0xff, 0xff,
-                                                           0xff, 0xff, 0xff, 0xff};
+                                                           0xff, 0xff, 0xff, 0xff, 0xff};
 
     constexpr bool is_valid() const { return flags & op_flag::valid; }
     constexpr bool has(uint32_t f) const { return (flags & f) == f; }
@@ -148,6 +161,7 @@ inline constexpr struct {
     {ext_hdr::immdt, op_flag::immdt, sizeof(immdt)},
     {ext_hdr::ieth, op_flag::ieth, sizeof(ieth)},
     {ext_hdr::cnp_body, op_flag::cnp_body, sizeof(cnp_body)},
+    {ext_hdr::sack_eth, op_flag::sack_eth, sizeof(sack_eth)},
 };
 
 constexpr opcode_info make_op(const char *name, ib_transport t, uint32_t flags) {
@@ -264,6 +278,20 @@ constexpr std::array<opcode_info, 256> make_opcode_table() {
 
     /* CNP: BECN-marked notification to the sender's QP, 16 reserved bytes (Annex A17.9.3) */
     set(ib_opcode::cnp, make_op("CNP", ib_transport::cnp, f::only | f::cnp_body));
+
+    /* uroce selective repeat (RC only; doc/loss-recovery.md "Wire format"):
+     * every packet's RETH names where its payload goes (VA) and the R_Key;
+     * its DMA Length field is the SR placement word (hdr.h sr_place) */
+    constexpr uint32_t v = f::vendor;
+    constexpr uint32_t srw = v | req | f::write | f::payload | f::reth;
+    set(ib_opcode::sr_rdma_write_first, make_op("RC SR_RDMA_WRITE_FIRST", rc, srw | f::first));
+    set(ib_opcode::sr_rdma_write_middle, make_op("RC SR_RDMA_WRITE_MIDDLE", rc, srw | f::middle));
+    set(ib_opcode::sr_rdma_write_last, make_op("RC SR_RDMA_WRITE_LAST", rc, srw | f::last));
+    set(ib_opcode::sr_rdma_write_only, make_op("RC SR_RDMA_WRITE_ONLY", rc, srw | f::only));
+    /* an ACK (AETH, PSN = the last PSN received in order) plus the bitmap
+     * of what arrived after the gap */
+    set(ib_opcode::sr_sack,
+        make_op("RC SR_SACK", rc, v | rsp | f::ack | f::only | f::aeth | f::sack_eth));
     return t;
 }
 
@@ -292,6 +320,9 @@ static_assert(opcode_lookup(ib_opcode::rc_flush).offset(ext_hdr::reth) == 4);
 static_assert(opcode_lookup(ib_opcode::rc_compare_swap).ext_len == 28);
 static_assert(opcode_lookup(ib_opcode::cnp).ext_len == 16);
 static_assert(!opcode_lookup(uint8_t(0x15)).is_valid());
+static_assert(opcode_lookup(ib_opcode::sr_rdma_write_middle).ext_len == 16);
+static_assert(opcode_lookup(ib_opcode::sr_sack).offset(ext_hdr::sack_eth) == 4);
+static_assert(opcode_lookup(ib_opcode::sr_sack).ext_len == 20);
 
 } // namespace uroce
 

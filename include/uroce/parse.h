@@ -91,6 +91,7 @@ struct roce_packet {
     const struct ieth *ieth() const { return ext<struct ieth>(ext_hdr::ieth); }
     const struct deth *deth() const { return ext<struct deth>(ext_hdr::deth); }
     const struct feth *feth() const { return ext<struct feth>(ext_hdr::feth); }
+    const struct sack_eth *sack_eth() const { return ext<struct sack_eth>(ext_hdr::sack_eth); }
 
     uint32_t psn() const { return bth()->psn(); }
     uint32_t dest_qp() const { return bth()->dest_qp(); }

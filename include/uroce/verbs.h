@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <functional>
 
+#include <uroce/cc.h>
 #include <uroce/counters.h>
 #include <uroce/gid.h>
 
@@ -210,6 +211,10 @@ enum qp_attr_mask : unsigned {
     qp_attr_path_mig_state = 1u << 18,
     qp_attr_cap = 1u << 19,
     qp_attr_dest_qpn = 1u << 20,
+    /* uroce's own (no ibverbs bit): selective repeat with a uroce peer,
+     * RC, INIT -> RTR. Both applications must set it (doc/loss-recovery.md);
+     * toward rxe or a NIC it stays off: standard go-back-N. */
+    qp_attr_selective_repeat = 1u << 30,
 };
 
 /* ---------------------------------------------------------------- work requests and completions */
@@ -345,6 +350,7 @@ struct qp_attr {
     uint8_t timeout = 0;
     uint8_t retry_cnt = 0;
     uint8_t rnr_retry = 0;
+    uint8_t selective_repeat = 0; /* 1: IRN-style selective repeat (qp_attr_selective_repeat) */
 };
 
 struct srq_attr {
@@ -413,6 +419,8 @@ struct device_config {
      * waiting out the local ACK timeout. Spec-conforming toward any peer;
      * false leaves only the timeout, as rxe. */
     bool tail_loss_probe = true;
+    /* ECN marking, CNPs and DCQCN (<uroce/cc.h>, doc/congestion.md). */
+    cc_config cc;
 };
 
 /* Open a device (ibv_open_device). The device owns every object created on it. */

@@ -242,8 +242,8 @@ bool cm_service::qp_to_rts(cm_conn &c, const cm_rep &rep) {
     if (!id->qp) return true; /* the user's QP, announced by qp_num: theirs to move */
     qp_connect_attr a = qp_attr_for(id);
     a.dest_qp_num = rep.local_qpn();
-    a.rq_psn = rep.starting_psn();
-    a.sq_psn = id->sq_psn;
+    a.sq_psn = rep.starting_psn(); /* the REP names what the peer expects */
+    a.rq_psn = id->req_psn;        /* what our REQ asked the peer to send from */
     a.max_dest_rd_atomic = std::min<uint8_t>(rep.initiator_depth, rd_limit());
     a.max_rd_atomic = std::min<uint8_t>(rep.responder_resources, rd_limit());
     a.retry_cnt = c.req().retry_count;
@@ -670,7 +670,7 @@ verbs_error cm_service::connect(cm_id_impl *id, const cm_conn_param *param) {
     id->param = *param;
     id->param.private_data = nullptr;
     id->param.private_data_len = 0;
-    id->sq_psn = p.starting_psn;
+    id->req_psn = p.starting_psn;
     cm_peer peer;
     peer.addr = id->route.dgid;
     peer.local = id->route.sgid;
@@ -721,8 +721,8 @@ verbs_error cm_service::accept(cm_id_impl *id, const cm_conn_param *param) {
         /* rdma_accept: RTR and RTS before the REP leaves (ucma_accept). */
         qp_connect_attr a = qp_attr_for(id);
         a.dest_qp_num = c->remote_qpn();
-        a.rq_psn = c->remote_psn();
-        a.sq_psn = psn;
+        a.sq_psn = c->remote_psn(); /* the REQ names what the active side expects */
+        a.rq_psn = psn;             /* and our REP what we expect */
         a.max_dest_rd_atomic = std::min<uint8_t>(param->responder_resources, rd_limit());
         a.max_rd_atomic = std::min<uint8_t>(param->initiator_depth, rd_limit());
         a.retry_cnt = rq.retry_count;

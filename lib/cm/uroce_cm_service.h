@@ -68,7 +68,12 @@ struct cm_id_impl : cm_id {
     cm_id_impl *listener = nullptr; /* passive: the id that listened */
     cm_conn *conn = nullptr;
     uint64_t deadline = 0; /* addr_query, req_wait_mac, SIDR retries */
-    uint32_t sq_psn = 0;
+    /* Active: the Starting PSN our REQ carried. Each side's message names the
+     * PSN its sender expects to RECEIVE (Linux cm.c: ib_send_cm_req keeps the
+     * REQ's as rq_psn, cm_req_handler takes it as sq_psn; the golden rping
+     * capture: the passive side sends from the REQ's PSN, the active side
+     * from the REP's). */
+    uint32_t req_psn = 0;
     cm_conn_param param; /* connect's or accept's, private data not kept */
     bool disconnected_sent = false;
     /* UD (SIDR) */

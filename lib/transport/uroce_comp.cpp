@@ -410,8 +410,8 @@ static void do_atomic(qp *q, send_wqe &w, const roce_packet &p, bool advanced) {
  * before the WQE completes. */
 static bool comp_can_fuse(qp *q, const roce_packet &p) {
     const uint32_t psn = p.psn();
-    if (!check_qp_state(q) || !p.info->has(op_flag::read) || psn != q->comp.psn ||
-        psn_diff(psn, q->req.max_psn_sent) >= 0 || q->sq_comp == q->sq_head)
+    if (q->attr.selective_repeat || !check_qp_state(q) || !p.info->has(op_flag::read) ||
+        psn != q->comp.psn || psn_diff(psn, q->req.max_psn_sent) >= 0 || q->sq_comp == q->sq_head)
         return false;
     const send_wqe &w = sq_at(q, q->sq_comp);
     if (w.state != wqe_state::issued || !wr_opcode_lookup(w.opcode).has(wr_flag::read) ||
@@ -428,6 +428,14 @@ void comp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
         ++q->cnt.state_drops;
         return;
     }
+    if (p.opcode == to_u8(ib_opcode::sr_sack)) {
+        sack_rcv(q, p, m); /* selective repeat (uroce_sack.cpp) */
+        return;
+    }
+    comp_rcv_response(q, p, m);
+}
+
+void comp_rcv_response(qp *q, const roce_packet &p, rte_mbuf *m) {
     const uint32_t psn = p.psn();
     if (!check_psn(q, psn)) return;
     /* A response for an outstanding PSN shows the responder alive and
@@ -436,12 +444,14 @@ void comp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
      * our retry): restart the retransmit timer (IBTA 9.7.6.1.3; rxe's
      * completer re-arms it whenever it has drained its responses). Only
      * forward progress resets the retry counters. */
-    if (comp_outstanding(q) && !fused) { /* fused: by do_read's forward progress, if good */
+    /* still pending: a fused READ response (comp_rcv), whose re-arms come
+     * from do_read's forward progress once it is known good */
+    if (comp_outstanding(q) && !q->dev->rx_icrc().pending) {
         comp_arm_retrans(q);
         loss_on_response(q);
     }
     const uint8_t syndrome = p.aeth() ? p.aeth()->syndrome : 0;
-    const bool is_ack = p.opcode == to_u8(ib_opcode::rc_acknowledge);
+    const bool is_ack = p.info->has(op_flag::ack); /* ACKNOWLEDGE, or a SACK's ACK part */
     const bool positive_ack = is_ack && aeth_syndrome::type(syndrome) == aeth_syndrome::type_ack;
     if (positive_ack) ++q->cnt.rx_acks;
 

@@ -180,7 +180,7 @@ verbs_error device::resolve_path(const ah_attr &a, uint32_t src_qpn, uint32_t ds
     p.sgid = sg;
     p.dgid = a.grh.dgid;
     p.ip_version = sg.is_ipv4_mapped() ? 4 : 6;
-    p.traffic_class = a.grh.traffic_class;
+    p.traffic_class = tclass_with_ecn(a.grh.traffic_class, cfg_.cc.ecn);
     p.hop_limit = a.grh.hop_limit ? a.grh.hop_limit : 64;
     if (t == qp_type::ud) {
         p.flow_label = a.grh.flow_label & flow_label_mask;
@@ -274,6 +274,7 @@ qp *device::add_qp(pd *p, const qp_init_attr &a, uint32_t qpn, verbs_error *err)
     q->qpn = qpn;
     verbs_error e = qp_init(q.get(), a);
     if (e != verbs_error::ok) return fail(e);
+    if (q->type != qp_type::ud) dcqcn_init(q->cc, cfg_.cc, now_ns());
     if (q->type == qp_type::ud) {
         /* the UD source port is per QP, QP1's too (rxe_qp.c: 0xC000 +
          * hash_32(qpn, 14)); sends from an AH use it (uroce_req.cpp) */

@@ -200,6 +200,12 @@ rte_mbuf *pkt_build(rte_mempool *pool, const hdr_template &t, const bth_fields &
             reinterpret_cast<immdt *>(ext + o)->set_imm_raw(x.imm_raw);
         if ((o = info.offset(ext_hdr::ieth)) != 0xff)
             reinterpret_cast<ieth *>(ext + o)->set_rkey(x.rkey);
+        if ((o = info.offset(ext_hdr::sack_eth)) != 0xff) {
+            if (x.sack_bitmap)
+                std::memcpy(ext + o, x.sack_bitmap, sizeof(sack_eth));
+            else
+                std::memset(ext + o, 0, sizeof(sack_eth));
+        }
     }
 
     /* the one copy of the payload: user memory straight into the frame */

@@ -89,7 +89,7 @@ constexpr qp_state_rules make_qp_state_table() {
         {true,
          qp_attr_av | qp_attr_path_mtu | qp_attr_dest_qpn | qp_attr_rq_psn |
              qp_attr_max_dest_rd_atomic | qp_attr_min_rnr_timer,
-         qp_attr_alt_path | qp_attr_access_flags | qp_attr_pkey_index},
+         qp_attr_alt_path | qp_attr_access_flags | qp_attr_pkey_index | qp_attr_selective_repeat},
         {true, qp_attr_av | qp_attr_path_mtu | qp_attr_dest_qpn | qp_attr_rq_psn,
          qp_attr_alt_path | qp_attr_access_flags | qp_attr_pkey_index},
         {true, 0, qp_attr_pkey_index | qp_attr_qkey});
@@ -199,6 +199,7 @@ static void qp_reset(qp *q) {
     q->comp = decltype(q->comp){};
     loss_reset(q);
     resp_reset(q);
+    sr_reset(q);
 }
 
 void qp_flush(qp *q) {
@@ -273,6 +274,7 @@ static verbs_error validate_values(qp *q, const qp_attr &a, unsigned mask) {
         (a.qp_access_flags & ~unsigned(access_local_write | access_remote_write |
                                        access_remote_read | access_remote_atomic)))
         return verbs_error::inval;
+    if ((mask & qp_attr_selective_repeat) && a.selective_repeat > 1) return verbs_error::inval;
     if ((mask & qp_attr_en_sqd_async_notify) && a.en_sqd_async_notify > 1)
         return verbs_error::inval;
     if (mask & (qp_attr_alt_path | qp_attr_path_mig_state)) return verbs_error::notsup;
@@ -338,6 +340,7 @@ verbs_error qp_modify(qp *q, const qp_attr &a, unsigned mask) {
     if (mask & qp_attr_max_dest_rd_atomic) s.max_dest_rd_atomic = a.max_dest_rd_atomic;
     if (mask & qp_attr_dest_qpn) s.dest_qp_num = a.dest_qp_num;
     if (mask & qp_attr_en_sqd_async_notify) s.en_sqd_async_notify = a.en_sqd_async_notify;
+    if (mask & qp_attr_selective_repeat) s.selective_repeat = a.selective_repeat;
     if ((mask & qp_attr_dest_qpn) && !(mask & qp_attr_av) && q->type != qp_type::ud) {
         /* the UDP source port depends on both QPNs */
         q->path.flow_label = calc_flow_label(q->qpn, s.dest_qp_num);

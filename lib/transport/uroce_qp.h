@@ -11,9 +11,12 @@
 
 #include <uroce/build.h>
 #include <uroce/counters.h>
+#include "uroce_cnp.h"
+#include "uroce_dcqcn.h"
 #include "uroce_mr.h"
 #include <uroce/parse.h>
 #include "uroce_pkt.h"
+#include "uroce_sack.h"
 #include "uroce_srq.h"
 #include "uroce_timer.h"
 #include <uroce/verbs.h>
@@ -69,6 +72,8 @@ struct send_wqe {
     wc_status status = wc_status::success;
     uint32_t first_psn = 0;
     uint32_t last_psn = 0;
+    /* selective repeat: may be placed before earlier requests (uroce_sack.cpp) */
+    bool sr_independent = false;
 };
 
 /* A responder resource for a READ or an atomic (IBTA 9.7.5.1.4: the
@@ -200,10 +205,17 @@ struct qp {
         uint8_t probes = 0;
     } loss;
 
+    /* selective repeat with a uroce peer (attr.selective_repeat; uroce_sack.cpp) */
+    sr_state sr;
+
     timer_node retrans_timer;
     timer_node rnr_timer;
     timer_node probe_timer;
     qp_counters cnt;
+    /* congestion control: the reaction point (pacing the requester) and
+     * the notification point (CNPs to the peer) */
+    dcqcn_rp cc;
+    cnp_np_state np;
 
     /* device scheduling list */
     bool scheduled = false;
@@ -230,6 +242,8 @@ bool req_has_work(const qp *q);
 
 /* ---- uroce_comp.cpp: completer */
 void comp_rcv(qp *q, const roce_packet &p, rte_mbuf *m);
+/* A response past the QP-state check (a SACK's cumulative ACK comes here too). */
+void comp_rcv_response(qp *q, const roce_packet &p, rte_mbuf *m);
 void comp_complete_wqe(qp *q, send_wqe &w);
 void comp_retrans_timeout(void *arg);
 void comp_rnr_timeout(void *arg);
@@ -253,6 +267,20 @@ void resp_rcv(qp *q, const roce_packet &p, rte_mbuf *m);
 unsigned resp_process(qp *q, unsigned budget);
 bool resp_has_work(const qp *q);
 void resp_reset(qp *q);
+/* Queue the coalesced ACK/NAK (sent from resp_process). */
+void resp_queue_ack(qp *q, uint8_t syndrome, uint32_t psn);
+
+/* ---- uroce_sack.cpp: selective repeat between uroce peers */
+void sr_reset(qp *q);
+/* responder: a request ahead of the expected PSN; ePSN moved from old_epsn */
+void sr_rcv_ahead(qp *q, const roce_packet &p, rte_mbuf *m);
+void sr_advance(qp *q, uint32_t old_epsn);
+/* responder: the coalesced positive ACK, as an ACK or (holes) a SACK */
+bool sr_send_ack(qp *q);
+/* completer: a SACK */
+void sack_rcv(qp *q, const roce_packet &p, rte_mbuf *m);
+/* requester: the WQE at index idx touches nothing an earlier outstanding one does */
+bool sr_independent(const qp *q, uint32_t idx);
 
 /* ---- completions (uroce_comp.cpp) */
 void post_send_cqe(qp *q, const send_wqe &w, wc_status st);

@@ -76,10 +76,6 @@ void device::rx_one(rte_mbuf *m) {
     auto drop = [this](uint64_t &reason) {
         if (rx_trusted()) ++reason;
     };
-    if (p.info->transport == ib_transport::cnp) { /* no congestion control (yet) */
-        ++cnt_.rx_cnp_ignored;
-        return;
-    }
     gid dst =
         p.ip_version == 4 ? gid::from_ipv4(p.ipv4()->dst_addr()) : gid::from_bytes(p.ipv6()->dst);
     if (!has_gid(dst)) {
@@ -91,7 +87,8 @@ void device::rx_one(rte_mbuf *m) {
         drop(cnt_.rx_no_qp);
         return;
     }
-    if (!transport_matches(p.info->transport, q->type)) {
+    const bool is_cnp = p.info->transport == ib_transport::cnp;
+    if (!is_cnp && !transport_matches(p.info->transport, q->type)) {
         drop(cnt_.rx_wrong_transport);
         return;
     }
@@ -103,6 +100,14 @@ void device::rx_one(rte_mbuf *m) {
     if ((p.bth()->pkey() & 0x7fff) != 0x7fff) {
         drop(cnt_.rx_bad_pkey);
         return;
+    }
+    if (is_cnp) [[unlikely]] { /* DCQCN's reaction point (uroce_cnp.cpp) */
+        cnp_rcv(this, q);
+        return;
+    }
+    if (frame_ecn(p) == ecn_ce) [[unlikely]] { /* DCQCN's notification point */
+        if (!rx_trusted()) return;             /* a deferred ICRC: no CNP for a bad frame */
+        cnp_on_ce(this, q);
     }
     if (p.info->has(op_flag::request))
         resp_rcv(q, p, m);

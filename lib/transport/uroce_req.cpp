@@ -290,7 +290,14 @@ static build_status build_req_pkt(qp *q, const send_wqe &w, uint32_t psn, uint64
         payload = last_pkt ? uint32_t(rem) : q->mtu;
         if (!local_range_ok(q, w, off, payload)) return build_status::local_access;
         b.opcode = pick_opcode(q->type, w.opcode, first, last_pkt);
-        if (first) {
+        if (q->attr.selective_repeat && w.opcode == wr_opcode::rdma_write) {
+            /* selective repeat: every WRITE packet says where it goes, so
+             * the responder can place it out of order (uroce_sack.cpp) */
+            b.opcode = sr_write_opcode(first, last_pkt);
+            x.va = w.remote_addr + off;
+            x.rkey = w.rkey;
+            x.dma_length = sr_place::make(uint32_t(off / q->mtu), w.sr_independent);
+        } else if (first) {
             x.va = w.remote_addr;
             x.rkey = w.rkey;
             x.dma_length = uint32_t(w.length);
@@ -344,7 +351,9 @@ static bool send_one(qp *q, send_wqe &w) {
         else
             ++q->req.pkts_since_ack_req;
     }
+    uint32_t frame_len = m->pkt_len;
     d->tx(m);
+    if (q->cc.paced) cc_on_sent(q->cc, frame_len);
     ++q->cnt.tx_pkts;
     q->cnt.tx_bytes += payload;
     const bool resend = q->type == qp_type::rc && psn_diff(psn, q->req.max_psn_sent) < 0;
@@ -417,6 +426,8 @@ unsigned req_process(qp *q, unsigned budget) {
     if (q->req.need_retry) do_retry(q);
     if (q->req.rnr_wait) return 0;
     unsigned sent = 0;
+    /* DCQCN / line-rate pacing (uroce_dcqcn.h): one clock read per turn */
+    const uint64_t now = q->cc.paced ? q->dev->now_ns() : 0;
     uint32_t max_rd = q->attr.max_rd_atomic ? q->attr.max_rd_atomic : 1;
     while (sent < budget && q->req.wqe != q->sq_head) {
         /* SQD: finish the WQE in progress, start no new one (IBTA 10.3.1.6). */
@@ -425,6 +436,7 @@ unsigned req_process(qp *q, unsigned budget) {
             break;
         if (q->type == qp_type::rc && psn_diff(q->req.psn, q->comp.psn) >= int32_t(q->loss.window))
             break;
+        if (q->cc.paced && !cc_may_send(q->cc, now)) break;
         send_wqe &w = sq_at(q, q->req.wqe);
         if (w.state == wqe_state::error) break;
         const wr_opcode_info &op = wr_opcode_lookup(w.opcode);
@@ -445,6 +457,7 @@ unsigned req_process(qp *q, unsigned budget) {
             if (!op.has(wr_flag::atomic) && q->type != qp_type::ud)
                 npsn = w.length == 0 ? 1 : (w.length + q->mtu - 1) / q->mtu;
             w.last_psn = psn_add(w.first_psn, uint32_t(npsn - 1));
+            w.sr_independent = q->attr.selective_repeat && sr_independent(q, q->req.wqe);
             if (op.has_any(wr_flag::read_or_atomic) && !w.rd_counted) {
                 w.rd_counted = true;
                 ++q->req.rd_atomic_outstanding;

@@ -54,6 +54,10 @@ static void set_ack(qp *q, uint8_t syndrome, uint32_t psn) {
     q->dev->schedule(q);
 }
 
+void resp_queue_ack(qp *q, uint8_t syndrome, uint32_t psn) {
+    set_ack(q, syndrome, psn);
+}
+
 static bool send_ack_pkt(qp *q, uint8_t syndrome, uint32_t psn, uint32_t msn) {
     device *d = q->dev;
     bth_fields b;
@@ -422,7 +426,7 @@ static inline bool check_op_valid(const qp *q, const opcode_info &info) {
     const unsigned access = q->attr.qp_access_flags;
     if (info.has(op_flag::send)) return true;
     if (info.has(op_flag::write))
-        return !info.has(op_flag::first) || (access & access_remote_write);
+        return !info.has_any(op_flag::first | op_flag::vendor) || (access & access_remote_write);
     if (q->type != qp_type::rc) return false;
     if (info.has(op_flag::read)) return access & access_remote_read;
     if (info.has(op_flag::atomic)) return access & access_remote_atomic;
@@ -538,6 +542,10 @@ static void rcv_send(qp *q, const roce_packet &p, rte_mbuf *m) {
  * the writes. */
 static bool check_write_rkey(qp *q, const roce_packet &p) {
     auto &r = q->resp;
+    if (p.info->has(op_flag::vendor)) { /* selective repeat: the packet's own range */
+        const reth *h = p.reth();
+        return check_rkey(q, h->rkey(), access_remote_write, h->va(), p.payload_len);
+    }
     if (p.info->has(op_flag::first)) {
         const reth *h = p.reth();
         uint64_t va = h->va(), len = h->dma_length();
@@ -555,15 +563,17 @@ static bool check_write_rkey(qp *q, const roce_packet &p) {
 /* The packets of a WRITE add up to exactly its DMA length. */
 static inline bool check_write_length(const qp *q, const roce_packet &p) {
     const auto &r = q->resp;
+    if (p.info->has(op_flag::vendor)) return true; /* selective repeat: its own RETH's range */
     if (r.write_off + p.payload_len > r.write_len) return false;
     return !p.info->has(op_flag::last) || r.write_off + p.payload_len == r.write_len;
 }
 
 static inline bool execute_write(qp *q, const roce_packet &p, rte_mbuf *m) {
     auto &r = q->resp;
+    const uint64_t va = p.info->has(op_flag::vendor) ? p.reth()->va() : r.write_va + r.write_off;
     if (p.payload_len)
-        pkt_copy_payload(p, m, 0, reinterpret_cast<uint8_t *>(r.write_va + r.write_off),
-                         p.payload_len, q->dev->rx_icrc());
+        pkt_copy_payload(p, m, 0, reinterpret_cast<uint8_t *>(va), p.payload_len,
+                         q->dev->rx_icrc());
     /* fused receive: the ICRC's verdict before anything is committed */
     if (!q->dev->rx_trusted_placed()) return false;
     r.write_off += p.payload_len;
@@ -697,19 +707,26 @@ static void rcv_atomic(qp *q, const roce_packet &p) {
  * WQE at recv_off for a SEND; write_va + write_off, set by the message's
  * verified FIRST, for a WRITE MIDDLE/LAST. Then a bad frame can only have
  * written bytes that the retransmission of this PSN rewrites before the
- * message completes. Not a WRITE FIRST/ONLY (its own RETH names the place),
- * nor UD, READ requests or atomics: their ICRC is checked first. */
+ * message completes. Not a WRITE FIRST/ONLY or a selective-repeat WRITE
+ * (their own RETH names the place), nor UD, READ requests or atomics: their
+ * ICRC is checked first. */
 static bool resp_can_fuse(qp *q, const roce_packet &p) {
     const auto &r = q->resp;
     const opcode_info &info = *p.info;
-    if (q->type == qp_type::ud || !check_qp_state(q) || p.psn() != r.psn || r.nak_sent || r.uc_drop)
+    /* selective repeat keeps and places packets out of order: not fused yet
+     * (its property test found a receive buffer holding a bad frame's bytes) */
+    if (q->type == qp_type::ud || q->attr.selective_repeat || !check_qp_state(q) ||
+        p.psn() != r.psn || r.nak_sent || r.uc_drop)
         return false;
     if (!check_op_seq(q, info) || !check_length(q, p) || !check_op_valid(q, info)) return false;
     const bool takes_wqe =
         info.has(op_flag::send) ? info.has(op_flag::first) : info.has(op_flag::immdt);
     if (takes_wqe && !r.have_wqe && recv_queue(q)->empty()) return false; /* an RNR NAK */
     if (info.has(op_flag::send)) return true;
-    if (!info.has(op_flag::write) || info.has(op_flag::first)) return false;
+    /* WRITE FIRST/ONLY and selective repeat's WRITEs (op_flag::vendor, a RETH
+     * in every packet) name their place themselves */
+    if (!info.has(op_flag::write) || info.has(op_flag::first) || info.has(op_flag::vendor))
+        return false;
     mr *mm;
     return check_write_length(q, p) &&
            mr_check(q->dev->mrs(), r.write_rkey, q->pd, access_remote_write,
@@ -727,6 +744,15 @@ void resp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
         ud_rcv(q, p, m);
         return;
     }
+    if (p.info->has(op_flag::vendor) && !q->attr.selective_repeat) {
+        ++q->cnt.sr_refused; /* an opcode this QP never agreed to: as unknown */
+        return;
+    }
+    if (q->attr.selective_repeat && psn_diff(p.psn(), q->resp.psn) > 0) {
+        sr_rcv_ahead(q, p, m); /* kept or not, never a PSN sequence NAK */
+        return;
+    }
+    const uint32_t epsn = q->resp.psn;
     switch (check_psn(q, p)) {
     case psn_verdict::in_order:
         break;
@@ -754,6 +780,7 @@ void resp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
         rcv_read(q, p);
     else
         rcv_atomic(q, p);
+    if (q->attr.selective_repeat) sr_advance(q, epsn);
 }
 
 /* Stream queued READ responses and atomic ACKs, then the coalesced ACK. */
@@ -823,7 +850,9 @@ unsigned resp_process(qp *q, unsigned budget) {
         }
     }
     if (r.reply_fifo_tail == r.reply_fifo_head && r.ack_pending && sent < budget) {
-        if (send_ack_pkt(q, r.ack_syndrome, r.ack_psn, r.msn)) {
+        const bool sr_ack = q->attr.selective_repeat &&
+                            aeth_syndrome::type(r.ack_syndrome) == aeth_syndrome::type_ack;
+        if (sr_ack ? sr_send_ack(q) : send_ack_pkt(q, r.ack_syndrome, r.ack_psn, r.msn)) {
             r.ack_pending = false;
             ++sent;
         }

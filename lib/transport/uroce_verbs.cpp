@@ -237,6 +237,19 @@ const qp_counters &qp_counters_of(const qp *q) {
     return q->cnt;
 }
 
+qp_cc_info qp_cc_query(const qp *q) {
+    qp_cc_info i;
+    i.paced = q->cc.paced;
+    i.dcqcn = q->cc.dcqcn;
+    if (q->cc.paced) {
+        i.rate_mbps = uint64_t(q->cc.rc + 0.5);
+        i.target_mbps = uint64_t(q->cc.rt + 0.5);
+        i.lowest_mbps = uint64_t(q->cc.rc_lowest + 0.5);
+    }
+    i.alpha = q->cc.alpha;
+    return i;
+}
+
 void for_each_qp(const device *d, const std::function<void(const qp *)> &fn) {
     d->for_each_qp(fn);
 }

@@ -62,6 +62,12 @@ void write_ext(uint8_t *ext, const opcode_info &info, const ext_fields &x) {
         reinterpret_cast<immdt *>(at(ext_hdr::immdt))->set_imm_raw(x.imm_raw);
     if (info.has(op_flag::ieth)) reinterpret_cast<ieth *>(at(ext_hdr::ieth))->set_rkey(x.rkey);
     if (info.has(op_flag::cnp_body)) std::memset(at(ext_hdr::cnp_body), 0, sizeof(cnp_body));
+    if (info.has(op_flag::sack_eth)) {
+        if (x.sack_bitmap)
+            std::memcpy(at(ext_hdr::sack_eth), x.sack_bitmap, sizeof(sack_eth));
+        else
+            std::memset(at(ext_hdr::sack_eth), 0, sizeof(sack_eth));
+    }
 }
 
 } // namespace

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # uroce-perf end to end between two processes over net_memif: every test
 # (bw and lat, send/write/read/atomic), client and server each on its own
-# core, through perftest's TCP exchange. Checks both exit codes, that the
+# core, through perftest's TCP exchange, then again with -R (rdma_cm on the
+# wire: the exchange over a control connection, each QP its own connection). Checks both exit codes, that the
 # client printed a result line with a non-zero iteration count, and that the
 # server prints what perftest's server prints: its own receive measurement
 # for send_bw (no peak), the client's report (the same line) for write/read/atomic bw,
@@ -16,11 +17,15 @@ eal0="--no-huge -m 1024 --no-pci --no-shconf -l 0 --log-level=*:warning --"
 eal1="--no-huge -m 1024 --no-pci --no-shconf -l 1 --log-level=*:warning --"
 pass=0 fail=0
 # Every test with the defaults (RC), then the modes: -c UC (send/write),
-# -c UD (send: Q_Key, 40-byte GRH), inline sizes (-I) and the rx depth (-r).
+# -c UD (send: Q_Key, 40-byte GRH), inline sizes (-I) and the rx depth (-r);
+# then every test with -R, two QPs (two data connections) and IPv6 with -R;
+# last a -R client to a port nobody listens on (REJ, reason 8).
 cases="send_bw write_bw read_bw atomic_bw send_lat write_lat read_lat atomic_lat
 send_bw:-c:UC write_bw:-c:UC send_lat:-c:UC write_lat:-c:UC
 send_bw:-c:UD:-s:2048 send_lat:-c:UD
-send_lat:-I:0 write_lat:-I:64 send_bw:-r:64:-n:200"
+send_lat:-I:0 write_lat:-I:64 send_bw:-r:64:-n:200
+send_bw:-R write_bw:-R read_bw:-R atomic_bw:-R send_lat:-R write_lat:-R read_lat:-R atomic_lat:-R
+write_bw:-R:-q:2"
 for c in $cases; do
   IFS=: read -r t extra <<<"$c"
   extra=${extra//:/ }
@@ -28,6 +33,10 @@ for c in $cases; do
   sock=$tmp/${c//[: ]/_}.sock
   args=(-n 500 -p 18700 --timeout 10)
   case $t in *_bw) args+=(-s 4096) ;; esac
+  # the TCP exchange reaches the server through the kernel; -R connects
+  # with rdma_cm to its RoCE address
+  server=127.0.0.1
+  case " $extra " in *" -R "*) server=10.77.0.1 ;; esac
   # shellcheck disable=SC2206
   args+=($extra)
   timeout 60 "$bin" $eal0 "$t" --vdev "net_memif0,role=server,id=0,socket=$sock,socket-abstract=no" \
@@ -35,7 +44,7 @@ for c in $cases; do
   spid=$!
   for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
   timeout 60 "$bin" $eal1 "$t" --vdev "net_memif0,role=client,id=0,socket=$sock,socket-abstract=no" \
-    --ip 10.77.0.2/24 --mac 02:00:00:00:00:02 "${args[@]}" 127.0.0.1 >"$tmp/${c//[: ]/_}.cli" 2>&1
+    --ip 10.77.0.2/24 --mac 02:00:00:00:00:02 "${args[@]}" "$server" >"$tmp/${c//[: ]/_}.cli" 2>&1
   crc=$?
   wait $spid
   src=$?
@@ -79,5 +88,48 @@ for c in $cases; do
     fail=$((fail + 1))
   fi
 done
+
+# -R over IPv6 addresses: rdma_cm's IP header and the GIDs of IPv6
+sock=$tmp/ipv6.sock
+timeout 60 "$bin" $eal0 read_bw -R --vdev "net_memif0,role=server,id=0,socket=$sock,socket-abstract=no" \
+  --ip fd77::1/64 --mac 02:00:00:00:00:01 -n 300 -s 4096 -p 18700 --timeout 10 >"$tmp/ipv6.srv" 2>&1 &
+spid=$!
+for _ in $(seq 50); do grep -q 'Waiting for client' "$tmp/ipv6.srv" && break; sleep 0.1; done
+timeout 60 "$bin" $eal1 read_bw -R --vdev "net_memif0,role=client,id=0,socket=$sock,socket-abstract=no" \
+  --ip fd77::2/64 --mac 02:00:00:00:00:02 -n 300 -s 4096 -p 18700 --timeout 10 fd77::1 >"$tmp/ipv6.cli" 2>&1
+crc=$?
+wait "$spid"
+src=$?
+line=$(grep -A1 '#bytes' "$tmp/ipv6.cli" | tail -1)
+if [ $crc -eq 0 ] && [ $src -eq 0 ] && [ "$(echo "$line" | awk '{print $2}')" = 300 ]; then
+  echo "PASS read_bw -R over IPv6:$line"
+  pass=$((pass + 1))
+else
+  echo "FAIL read_bw -R over IPv6 (server rc $src, client rc $crc)"
+  grep -v "^EAL" "$tmp/ipv6.cli" | sed 's/^/  client: /' | head -15
+  fail=$((fail + 1))
+fi
+
+# -R to a port nobody listens on (the server listens on 18700, the client
+# asks for 18701): the CM refuses with REJ reason 8, the client retries as
+# perftest does until --timeout and then says so.
+sock=$tmp/reject.sock
+timeout 60 "$bin" $eal0 write_bw -R --vdev "net_memif0,role=server,id=0,socket=$sock,socket-abstract=no" \
+  --ip 10.77.0.1/24 --mac 02:00:00:00:00:01 -p 18700 >"$tmp/reject.srv" 2>&1 &
+spid=$!
+for _ in $(seq 50); do grep -q 'Waiting for client' "$tmp/reject.srv" && break; sleep 0.1; done
+timeout 60 "$bin" $eal1 write_bw -R --vdev "net_memif0,role=client,id=0,socket=$sock,socket-abstract=no" \
+  --ip 10.77.0.2/24 --mac 02:00:00:00:00:02 -p 18701 --timeout 2 10.77.0.1 >"$tmp/reject.cli" 2>&1
+crc=$?
+kill "$spid" 2>/dev/null
+wait "$spid" 2>/dev/null
+if [ $crc -eq 1 ] && grep -q 'RDMA_CM_EVENT_REJECTED (reason 8: ' "$tmp/reject.cli"; then
+  echo "PASS -R to a closed port: $(grep -o 'RDMA_CM_EVENT_REJECTED (reason 8: [^)]*)' "$tmp/reject.cli")"
+  pass=$((pass + 1))
+else
+  echo "FAIL -R to a closed port (client rc $crc): want 'RDMA_CM_EVENT_REJECTED (reason 8: ...)'"
+  grep -v "^EAL" "$tmp/reject.cli" | sed 's/^/  client: /' | head -15
+  fail=$((fail + 1))
+fi
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

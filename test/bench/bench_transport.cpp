@@ -186,9 +186,11 @@ struct pair_t {
         at.min_rnr_timer = 1;
         at.ah_attr.grh.dgid = gid::from_ipv4(peer_ip);
         std::memcpy(at.ah_attr.dmac, peer_mac, 6);
+        at.selective_repeat = lm.sr ? 1 : 0;
         modify_qp(s.q, at,
                   qp_attr_state | qp_attr_av | qp_attr_path_mtu | qp_attr_dest_qpn |
-                      qp_attr_rq_psn | qp_attr_max_dest_rd_atomic | qp_attr_min_rnr_timer);
+                      qp_attr_rq_psn | qp_attr_max_dest_rd_atomic | qp_attr_min_rnr_timer |
+                      (lm.sr ? unsigned(qp_attr_selective_repeat) : 0u));
         at = qp_attr{};
         at.qp_state = qp_state::rts;
         at.timeout = 14;
@@ -670,7 +672,8 @@ int main(int argc, char **argv) {
             bool tlp, sr;
         };
         const mode_row modes[] = {{"go-back-N, timeout only (as rxe)", false, false},
-                                  {"go-back-N + tail-loss probe", true, false}};
+                                  {"go-back-N + tail-loss probe", true, false},
+                                  {"selective repeat + tail-loss probe", true, true}};
         for (double drop : {0.0, 0.001, 0.01, 0.05}) {
             for (const mode_row &md : modes) {
                 std::printf("  drop %5.1f%%  %-34s:", 100 * drop, md.name);

@@ -77,7 +77,8 @@ struct pair_options {
     uint32_t psn_b = 0xfffff0; /* near the wrap */
     int cqe = 4096;
     bool ipv6 = false;
-    bool tail_loss_probe = true; /* device_config::tail_loss_probe */
+    bool tail_loss_probe = true;   /* device_config::tail_loss_probe */
+    bool selective_repeat = false; /* RC: qp_attr::selective_repeat on both QPs */
 };
 
 class pair_fixture : public ::testing::Test {
@@ -87,6 +88,7 @@ class pair_fixture : public ::testing::Test {
     endpoint a, b;
     pair_options opt;
     uint64_t idle_step_ns = 50'000;
+    cc_config cc_cfg; /* both devices' congestion control (<uroce/cc.h>) */
 
     void make_link(const memlink_config &cfg = {}) {
         link = std::make_unique<memlink>(cfg, &clk);
@@ -103,6 +105,7 @@ class pair_fixture : public ::testing::Test {
         cfg.clock = &clk;
         cfg.seed = seed;
         cfg.tail_loss_probe = opt.tail_loss_probe;
+        cfg.cc = cc_cfg;
         verbs_error err;
         e.ctx = open_device(cfg, &err);
         ASSERT_NE(e.ctx, nullptr) << verbs_error_str(err);
@@ -192,6 +195,10 @@ class pair_fixture : public ::testing::Test {
                 at.max_dest_rd_atomic = opt.max_rd_atomic;
                 at.min_rnr_timer = opt.min_rnr_timer;
                 mask |= qp_attr_max_dest_rd_atomic | qp_attr_min_rnr_timer;
+                if (opt.selective_repeat) {
+                    at.selective_repeat = 1;
+                    mask |= qp_attr_selective_repeat;
+                }
             }
         }
         ASSERT_EQ(modify_qp(q, at, mask), verbs_error::ok);

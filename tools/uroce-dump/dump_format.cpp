@@ -216,6 +216,35 @@ std::string cm_mad_text(const roce_packet &p) {
     return s;
 }
 
+/* uroce's SACK (doc/loss-recovery.md): the expected PSN (BTH PSN + 1,
+ * missing) and the runs of PSNs received after it, e.g.
+ * " SACK ePSN=101 got=103-110,115". */
+static std::string sack_text(const roce_packet &p, const sack_eth &x) {
+    const uint32_t epsn = (p.bth()->psn() + 1) & 0xffffff;
+    std::string s;
+    appendf(s, " SACK ePSN=%u got=", epsn);
+    bool any = false;
+    for (unsigned i = 0; i < sack_eth::bits;) {
+        if (!x.received(i)) {
+            ++i;
+            continue;
+        }
+        unsigned j = i;
+        while (j + 1 < sack_eth::bits && x.received(j + 1))
+            ++j;
+        const uint32_t from = (epsn + 1 + i) & 0xffffff, to = (epsn + 1 + j) & 0xffffff;
+        if (any) s += ',';
+        if (i == j)
+            appendf(s, "%u", from);
+        else
+            appendf(s, "%u-%u", from, to);
+        any = true;
+        i = j + 1;
+    }
+    if (!any) s += "none";
+    return s;
+}
+
 std::string format_roce_fields(const frame_report &r) {
     const roce_packet &p = r.pkt;
     std::string s;
@@ -236,6 +265,7 @@ std::string format_roce_fields(const frame_report &r) {
     }
     if (const aeth *x = p.aeth())
         appendf(s, " AETH %s MSN=%u", aeth_syndrome_text(x->syndrome).c_str(), x->msn());
+    if (const sack_eth *x = p.sack_eth()) s += sack_text(p, *x);
     if (const atomic_ack_eth *x = p.atomic_ack_eth()) appendf(s, " orig=%" PRIu64, x->orig());
     if (const immdt *x = p.immdt()) appendf(s, " ImmDt=0x%08x", x->imm());
     if (const ieth *x = p.ieth()) appendf(s, " IETH rkey=0x%08x", x->rkey());

@@ -14,7 +14,9 @@
 
 #include <atomic>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <thread>
 
@@ -806,4 +808,165 @@ TEST(perftest_errors, bad_config_is_refused_before_connecting) {
     ASSERT_FALSE(s);
     EXPECT_EQ(s.code(), errc::invalid);
     EXPECT_NE(s.message().find("[5.70, 6.28)"), std::string::npos);
+}
+
+/* ---- -R: the exchange over rdma_cm's control QP ---------------------------- */
+
+TEST(perftest_wire, binary_key_layout) {
+    /* struct pingpong_dest as rdma_write_keys sends it (HAVE_ENDIAN): each
+     * int big-endian at its LP64 offset, 4 B of padding before vaddr. */
+    const pt::key k{0, 16, 0x000011, 0xabcdef, 0x1234, 0x00007f7918f62000ull, v4_gid(10, 77, 0, 12),
+                    0};
+    auto b = pt::format_key(k, pt::key_format::binary);
+    ASSERT_EQ(b.size(), pt::key_size_binary);
+    const std::vector<uint8_t> want = {0, 0, 0,    0,    0,    0,    0,    16,
+                                       0, 0, 0,    0x11, 0,    0xab, 0xcd, 0xef, /* lid..psn */
+                                       0, 0, 0x12, 0x34, 0,    0,    0,    0,    /* rkey, pad */
+                                       0, 0, 0x7f, 0x79, 0x18, 0xf6, 0x20, 0,    /* vaddr */
+                                       0, 0, 0,    0,    0,    0,    0,    0,
+                                       0, 0, 0xff, 0xff, 10,   77,   0,    12, /* gid */
+                                       0, 0, 0,    0,    0,    0,    0,    0}; /* srqn, gid_index */
+    EXPECT_EQ(b, want);
+    auto back = pt::parse_key(b);
+    ASSERT_TRUE(back) << back.message();
+    EXPECT_EQ(*back, k);
+    /* Whatever the padding and the ignored fields hold, the key reads the same. */
+    b[20] = 0xaa;
+    b[55] = 0x55;
+    back = pt::parse_key(b);
+    ASSERT_TRUE(back);
+    EXPECT_EQ(*back, k);
+    /* A QPN or PSN wider than 24 bits is cut to the field. */
+    b[8] = 0xff;
+    back = pt::parse_key(b);
+    ASSERT_TRUE(back);
+    EXPECT_EQ(back->qpn, 0x000011u);
+}
+
+namespace {
+
+/* Two message queues standing in for the SENDs on perftest's control QP. */
+struct message_pipe {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<std::vector<uint8_t>> q[2]; /* q[i]: messages to end i */
+    bool closed[2] = {false, false};
+    std::vector<size_t> sizes; /* every message, in order */
+};
+
+class pipe_end : public pt::message_channel {
+  public:
+    pipe_end(message_pipe &p, int me) : p_(p), me_(me) {}
+    result<void> send(std::span<const uint8_t> msg, milliseconds, std::string_view) override {
+        std::lock_guard<std::mutex> g(p_.mu);
+        if (p_.closed[1 - me_]) return make_error(errc::peer_closed, "peer closed");
+        p_.q[1 - me_].emplace_back(msg.begin(), msg.end());
+        p_.sizes.push_back(msg.size());
+        p_.cv.notify_all();
+        return {};
+    }
+    result<void> recv(std::span<uint8_t> msg, milliseconds t, std::string_view what) override {
+        std::unique_lock<std::mutex> g(p_.mu);
+        if (!p_.cv.wait_for(g, t, [&] { return !p_.q[me_].empty() || p_.closed[1 - me_]; }))
+            return make_error(errc::timeout, std::string(what) + ": timeout");
+        if (p_.q[me_].empty()) return make_error(errc::peer_closed, "peer closed");
+        auto m = std::move(p_.q[me_].front());
+        p_.q[me_].pop_front();
+        if (m.size() != msg.size())
+            return make_error(errc::malformed, std::string(what) + ": " + std::to_string(m.size()) +
+                                                   " bytes, expected " +
+                                                   std::to_string(msg.size()));
+        std::memcpy(msg.data(), m.data(), m.size());
+        return {};
+    }
+    void close() override {
+        std::lock_guard<std::mutex> g(p_.mu);
+        p_.closed[me_] = true;
+        p_.cv.notify_all();
+    }
+
+  private:
+    message_pipe &p_;
+    int me_;
+};
+
+} // namespace
+
+TEST(perftest_loopback, rdma_cm_every_test_kind) {
+    for (auto v : {pt::verb::send, pt::verb::write, pt::verb::read, pt::verb::atomic}) {
+        for (auto k : {pt::test_kind::bw, pt::test_kind::lat}) {
+            for (int qps : {1, 2}) {
+                const loop_case lc{v, k, false, false, qps};
+                SCOPED_TRACE(case_name(lc) + " -R");
+                pt::config base;
+                base.test_verb = v;
+                base.kind = k;
+                base.num_qps = qps;
+                base.size = v == pt::verb::atomic ? 8 : 4096;
+                base.timeout = 2s;
+                base.test_timeout = 2s;
+                pt::config sc = base, cc = base;
+                sc.side = pt::role::server;
+                cc.side = pt::role::client;
+                message_pipe pipe;
+                side_stats sst, cst;
+                int cm_calls[2] = {0, 0};
+                auto hooks_for = [&](bool client, const pt::config &c, side_stats &st) {
+                    pt::hooks h = make_hooks(client, c, st);
+                    h.connect_cm = [&, client,
+                                    c](const pt::negotiated &) -> result<std::vector<pt::key>> {
+                        ++cm_calls[client];
+                        std::vector<pt::key> keys;
+                        for (int i = 0; i < c.num_qps; ++i)
+                            keys.push_back(make_key(client, i));
+                        return keys;
+                    };
+                    h.create_local = nullptr;              /* -R must not use it */
+                    if (qps == 2) h.connect_qps = nullptr; /* optional with -R */
+                    return h;
+                };
+                result<pt::outcome> so = make_error(errc::io, "not run");
+                std::thread srv([&] {
+                    pt::session s(std::make_unique<pipe_end>(pipe, 0), sc);
+                    so = pt::run(s, hooks_for(false, sc, sst));
+                });
+                pt::session cs(std::make_unique<pipe_end>(pipe, 1), cc);
+                auto co = pt::run(cs, hooks_for(true, cc, cst));
+                srv.join();
+                ASSERT_TRUE(co) << co.message();
+                ASSERT_TRUE(so) << so.message();
+                EXPECT_EQ(cm_calls[0], 1);
+                EXPECT_EQ(cm_calls[1], 1);
+                /* With -R connect_qps only hands over the peer's keys (checked in it). */
+                EXPECT_EQ(cst.connects, qps == 2 ? 0 : 1);
+                EXPECT_EQ(sst.connects, qps == 2 ? 0 : 1);
+                EXPECT_EQ(co->hand_shakes, so->hand_shakes);
+                EXPECT_EQ(cst.runs, expected_runs(lc, true));
+                EXPECT_EQ(sst.runs, expected_runs(lc, false));
+                ASSERT_EQ(co->remote_keys.size(), size_t(qps));
+                for (int i = 0; i < qps; ++i)
+                    EXPECT_EQ(co->remote_keys[size_t(i)], make_key(false, i));
+                /* version 16, cycle_buffer 4, cache line 4, MTU 2, then only
+                 * 56-byte keys and 8-byte report fields: never "done". */
+                ASSERT_GE(pipe.sizes.size(), 10u);
+                const std::vector<size_t> preamble = {16, 16, 4, 4, 4, 4, 2, 2, 56, 56};
+                EXPECT_TRUE(std::equal(preamble.begin(), preamble.end(), pipe.sizes.begin()));
+                for (size_t i = preamble.size(); i < pipe.sizes.size(); ++i)
+                    EXPECT_TRUE(pipe.sizes[i] == 56 || pipe.sizes[i] == 8) << pipe.sizes[i];
+            }
+        }
+    }
+}
+
+TEST(perftest_errors, rdma_cm_needs_connect_cm) {
+    message_pipe pipe;
+    pt::config c;
+    c.side = pt::role::client;
+    c.timeout = 200ms;
+    pt::session s(std::make_unique<pipe_end>(pipe, 1), c);
+    side_stats st;
+    auto r = pt::run(s, make_hooks(true, c, st)); /* create_local, no connect_cm */
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.code(), errc::invalid);
+    EXPECT_TRUE(pipe.sizes.empty()); /* refused before sending anything */
 }
