@@ -89,7 +89,10 @@ namespace uroce {
     X(tx_deferred_turns, "scheduler rounds cut short: TX queue full (back-pressure)")              \
     X(tx_alloc_fail, "mbuf allocation failures")                                                   \
     X(cq_overflows, "completions lost to a full CQ")                                               \
-    X(timer_fires, "timers fired")
+    X(timer_fires, "timers fired")                                                                 \
+    X(rx_icrc_fused, "frames whose ICRC was checked while their payload was placed")               \
+    X(rx_icrc_fused_errors,                                                                        \
+      "of those, bad ones: placed bytes left to the resend, nothing committed")
 
 struct qp_counters {
 #define UROCE_X(n, d) uint64_t n = 0;

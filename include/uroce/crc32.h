@@ -54,6 +54,21 @@ UROCE_API uint32_t crc32_update_vclmul512(uint32_t reg, const void *data,
                                           size_t len); /* only if the CPU has it
                                                          (ignores DPDK's limit) */
 
+/* One-pass copy and CRC: copies len bytes from src to dst (like memcpy, the
+ * two must not overlap) and returns crc32_update(reg, src, len). Each engine
+ * loads 16, 32 or 64 bytes, stores them to dst and folds them into the CRC in
+ * the same pass, so the data is read once (doc/icrc.md, "Fused copy"). Reads
+ * exactly [src, src+len), writes exactly [dst, dst+len); chains like
+ * crc32_update. The dispatched one follows the active path; the others have
+ * the same support rules as their crc32_update_* twins. */
+UROCE_API uint32_t crc32_copy_update(uint32_t reg, void *dst, const void *src,
+                                     size_t len); /* dispatched */
+UROCE_API uint32_t crc32_copy_update_scalar(uint32_t reg, void *dst, const void *src, size_t len);
+UROCE_API uint32_t crc32_copy_update_clmul(uint32_t reg, void *dst, const void *src, size_t len);
+UROCE_API uint32_t crc32_copy_update_vclmul(uint32_t reg, void *dst, const void *src, size_t len);
+UROCE_API uint32_t crc32_copy_update_vclmul512(uint32_t reg, void *dst, const void *src,
+                                               size_t len);
+
 /* CPU/OS support, and for vpclmulqdq-avx512 DPDK's SIMD limit (above). */
 UROCE_API bool crc32_path_supported(crc32_path p);
 UROCE_API crc32_path crc32_best_path();

@@ -57,9 +57,74 @@ static inline void icrc_update(icrc_state &s, const void *p, size_t n) {
     s.reg = crc32_update(s.reg, p, n);
 }
 
+/* The payload's copy and its part of the ICRC in one pass (crc32_copy_update):
+ * copies n bytes from src to dst (no overlap) and continues the ICRC over
+ * them, in the order the ICRC covers them (headers first, IBTA A17.3.3). */
+static inline void icrc_copy_update(icrc_state &s, void *dst, const void *src, size_t n) {
+    s.reg = crc32_copy_update(s.reg, dst, src, n);
+}
+
 static inline uint32_t icrc_finish(const icrc_state &s) {
     return ~s.reg;
 }
+
+/* Whether the transport fuses its payload copies with the ICRC
+ * (icrc_copy_update on send, and on receive where doc/security.md allows
+ * it). On by default; UROCE_FUSED_COPY=0 in the environment turns it off at
+ * start-up, icrc_set_fused_copy at run time (benchmarks compare the two in
+ * one run). Both settings give the same frames and the same results. */
+UROCE_API bool icrc_fused_copy();
+/* Frames of up to this many bytes from the IP header to the ICRC take one
+ * masked CRC call (icrc_compute); splitting them into headers and a fused
+ * payload costs more than the copy it saves (measured, doc/icrc.md), so the
+ * transport fuses only longer ones. */
+inline constexpr size_t icrc_fuse_min = 257;
+UROCE_API void icrc_set_fused_copy(bool on);
+
+/* A received frame's ICRC, checked while its payload is copied out of it (the
+ * receive side of the fused copy). icrc_check_begin folds the masked headers
+ * and remembers where the payload is; icrc_check_copy copies payload bytes
+ * and folds them in the same pass, in order; icrc_check_settle folds what was
+ * not copied (the rest of the payload, the pad), compares with the stored
+ * ICRC and returns the verdict. The verdict is unknown until then: whoever
+ * defers the check must not act on the frame before settling it (the
+ * transport's rules: doc/security.md, "Fused receive"). */
+struct icrc_check {
+    const uint8_t *payload = nullptr; /* in the frame */
+    uint32_t payload_len = 0;
+    uint32_t done = 0;     /* payload bytes folded so far, from the start */
+    uint32_t tail_len = 0; /* bytes between the payload and the ICRC (the pad) */
+    uint32_t wire = 0;     /* the ICRC stored in the frame */
+    icrc_state st{icrc_seed};
+    bool pending = false; /* begun and not settled */
+    bool ok = true;       /* the verdict, once settled */
+};
+
+/* ip_hdr .. ip_hdr + hdr_len: IP header up to the payload (contiguous);
+ * then payload_len payload bytes, tail_len pad bytes and the 4-byte ICRC
+ * field, all contiguous. */
+UROCE_API void icrc_check_begin(icrc_check &c, const void *ip_hdr, size_t hdr_len,
+                                uint32_t payload_len, uint32_t tail_len);
+
+/* Copy payload bytes [off, off + n) to dst. Folded in the same pass when
+ * they continue the bytes folded so far; a gap before them is folded first
+ * (CRC only); bytes folded before are copied plainly. */
+static inline void icrc_check_copy(icrc_check &c, uint32_t off, void *dst, uint32_t n) {
+    if (c.pending && off >= c.done) {
+        if (off > c.done) [[unlikely]] {
+            icrc_update(c.st, c.payload + c.done, off - c.done);
+            c.done = off;
+        }
+        icrc_copy_update(c.st, dst, c.payload + off, n);
+        c.done += n;
+        return;
+    }
+    std::memcpy(dst, c.payload + off, n);
+}
+
+/* The verdict: true if the frame's ICRC is good. Folds the rest on the first
+ * call; later calls return the same verdict. */
+UROCE_API bool icrc_check_settle(icrc_check &c);
 
 /* Over an rte_mbuf chain: l3_offset = offset of the IP header from the start
  * of the packet, icrc_offset = offset of the ICRC field (pkt_len - 4 for a

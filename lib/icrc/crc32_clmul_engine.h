@@ -38,6 +38,42 @@ UROCE_CLMUL_INLINE __m128i loadu128(const void *p) {
     return _mm_loadu_si128(static_cast<const __m128i *>(p));
 }
 
+/* Where the engines' data loads go (a template parameter, so the plain CRC
+ * compiles to exactly the code it had). io_crc: nowhere, CRC only. io_copy:
+ * every load is also stored at the same offset from dst (delta = dst - src),
+ * which makes the engine a one-pass copy and CRC (crc32_copy_update). The
+ * engines load every byte of [p, p+n) at least once and nothing outside it,
+ * so the stores cover [dst, dst+n) exactly; overlapping loads store the same
+ * bytes twice, which is harmless as long as src and dst do not overlap. */
+struct io_crc {
+    static constexpr bool copy = false;
+};
+struct io_copy {
+    static constexpr bool copy = true;
+    uintptr_t delta;
+    template <class T> T *at(const uint8_t *p) const {
+        return reinterpret_cast<T *>(reinterpret_cast<uintptr_t>(p) + delta);
+    }
+};
+
+inline io_copy copy_to(void *dst, const void *src) {
+    return io_copy{reinterpret_cast<uintptr_t>(dst) - reinterpret_cast<uintptr_t>(src)};
+}
+
+template <class IO> UROCE_CLMUL_INLINE __m128i ld128(const IO &io, const uint8_t *p) {
+    const __m128i v = loadu128(p);
+    if constexpr (IO::copy) _mm_storeu_si128(io.template at<__m128i>(p), v);
+    return v;
+}
+
+/* n bytes (1..8) by an ordinary copy, for the engines' sub-vector loads. */
+template <class IO, class T> UROCE_CLMUL_INLINE T ld_scalar(const IO &io, const uint8_t *p) {
+    T v;
+    std::memcpy(&v, p, sizeof(v));
+    if constexpr (IO::copy) std::memcpy(io.template at<uint8_t>(p), &v, sizeof(v));
+    return v;
+}
+
 /* Constant pair that folds a block forward by d blocks (1 <= d <= fold_max_dist). */
 UROCE_CLMUL_INLINE __m128i fold_k(unsigned d) {
     return _mm_load_si128(reinterpret_cast<const __m128i *>(&fold_table[fold_index(d)]));
@@ -96,11 +132,12 @@ UROCE_CLMUL_INLINE uint32_t reduce128(__m128i t) {
 }
 
 /* 0..15 bytes. */
-UROCE_CLMUL_INLINE uint32_t crc_short(uint32_t reg, const uint8_t *p, size_t n) {
+template <class IO = io_crc>
+UROCE_CLMUL_INLINE uint32_t crc_short(uint32_t reg, const uint8_t *p, size_t n, const IO &io = {}) {
     if (n < 4) {
         /* Too short to hold the 4-byte register; three table steps at most. */
-        while (n--)
-            reg = tables.t[0][(reg ^ *p++) & 0xFFu] ^ (reg >> 8);
+        for (; n; n--, p++)
+            reg = tables.t[0][(reg ^ ld_scalar<IO, uint8_t>(io, p)) & 0xFFu] ^ (reg >> 8);
         return reg;
     }
     /* Place the n bytes at the top of a zeroed 16-byte block (leading zeros
@@ -108,15 +145,13 @@ UROCE_CLMUL_INLINE uint32_t crc_short(uint32_t reg, const uint8_t *p, size_t n) 
     const __m128i up = shuf_up(16 - static_cast<unsigned>(n));
     __m128i v;
     if (n >= 8) {
-        uint64_t lo, hi;
-        std::memcpy(&lo, p, 8);
-        std::memcpy(&hi, p + n - 8, 8);
+        const uint64_t lo = ld_scalar<IO, uint64_t>(io, p);
+        const uint64_t hi = ld_scalar<IO, uint64_t>(io, p + n - 8);
         v = _mm_or_si128(_mm_shuffle_epi8(_mm_cvtsi64_si128(static_cast<long long>(lo)), up),
                          _mm_slli_si128(_mm_cvtsi64_si128(static_cast<long long>(hi)), 8));
     } else {
-        uint32_t lo, hi;
-        std::memcpy(&lo, p, 4);
-        std::memcpy(&hi, p + n - 4, 4);
+        const uint32_t lo = ld_scalar<IO, uint32_t>(io, p);
+        const uint32_t hi = ld_scalar<IO, uint32_t>(io, p + n - 4);
         v = _mm_or_si128(_mm_shuffle_epi8(_mm_cvtsi32_si128(static_cast<int>(lo)), up),
                          _mm_slli_si128(_mm_cvtsi32_si128(static_cast<int>(hi)), 12));
     }
@@ -129,20 +164,23 @@ UROCE_CLMUL_INLINE uint32_t crc_short(uint32_t reg, const uint8_t *p, size_t n) 
  * blocks starting at p + r. Returns the first full block with the register
  * bytes that fall into it XORed in; *head gets the register-seeded,
  * zero-padded head block (zero if r == 0). */
-UROCE_CLMUL_INLINE __m128i first_block(uint32_t reg, const uint8_t *p, unsigned r, __m128i *head) {
+template <class IO = io_crc>
+UROCE_CLMUL_INLINE __m128i first_block(uint32_t reg, const uint8_t *p, unsigned r, __m128i *head,
+                                       const IO &io = {}) {
     const __m128i regv = _mm_cvtsi32_si128(static_cast<int>(reg));
     /* Register bytes that land in the head go up to byte 16-r; the ones that
      * spill past it (r < 4) land in the first full block. */
-    __m128i b0 = _mm_xor_si128(loadu128(p + r), _mm_shuffle_epi8(regv, shuf_down(r)));
-    *head = r ? _mm_shuffle_epi8(_mm_xor_si128(loadu128(p), regv), shuf_up(16 - r))
+    __m128i b0 = _mm_xor_si128(ld128(io, p + r), _mm_shuffle_epi8(regv, shuf_down(r)));
+    *head = r ? _mm_shuffle_epi8(_mm_xor_si128(ld128(io, p), regv), shuf_up(16 - r))
               : _mm_setzero_si128();
     return b0;
 }
 
 /* 16 bytes at p + off, ORed with the mask bytes at the same offset if Masked. */
-template <bool Masked>
-UROCE_CLMUL_INLINE __m128i load_m(const uint8_t *p, const uint8_t *mask, size_t off) {
-    const __m128i v = loadu128(p + off);
+template <bool Masked, class IO>
+UROCE_CLMUL_INLINE __m128i load_m(const IO &io, const uint8_t *p, const uint8_t *mask, size_t off) {
+    static_assert(!(Masked && IO::copy), "a masked load is never copied");
+    const __m128i v = ld128(io, p + off);
     if constexpr (Masked)
         return _mm_or_si128(v, loadu128(mask + off));
     else
@@ -156,59 +194,59 @@ UROCE_CLMUL_INLINE __m128i load_m(const uint8_t *p, const uint8_t *mask, size_t 
  * If Masked, every input byte i is ORed with mask[i] as it is loaded (the
  * ICRC uses this to set its variant header fields to ones without a copy);
  * mask must be readable for n bytes. */
-template <bool Masked>
+template <bool Masked, class IO = io_crc>
 UROCE_CLMUL_INLINE uint32_t crc_xmm_short(uint32_t reg, const uint8_t *p, const uint8_t *mask,
-                                          size_t n) {
+                                          size_t n, const IO &io = {}) {
     const unsigned r = static_cast<unsigned>(n & 15);
     const unsigned m = static_cast<unsigned>(n >> 4); /* 1..fold_max_dist */
     const __m128i regv = _mm_cvtsi32_si128(static_cast<int>(reg));
     const __m128i b0 =
-        _mm_xor_si128(load_m<Masked>(p, mask, r), _mm_shuffle_epi8(regv, shuf_down(r)));
+        _mm_xor_si128(load_m<Masked>(io, p, mask, r), _mm_shuffle_epi8(regv, shuf_down(r)));
     __m128i t0 = _mm_setzero_si128(), t1 = t0, t2 = t0, t3 = t0;
     if (r)
         t1 = fold16(
-            _mm_shuffle_epi8(_mm_xor_si128(load_m<Masked>(p, mask, 0), regv), shuf_up(16 - r)),
+            _mm_shuffle_epi8(_mm_xor_si128(load_m<Masked>(io, p, mask, 0), regv), shuf_up(16 - r)),
             fold_k(m));
     if (m == 1) return reduce128(_mm_xor_si128(t1, b0));
     t0 = fold16(b0, fold_k(m - 1));
     for (unsigned j = 1; j + 1 < m; j++) {
-        const __m128i f = fold16(load_m<Masked>(p, mask, r + 16 * j), fold_k(m - 1 - j));
+        const __m128i f = fold16(load_m<Masked>(io, p, mask, r + 16 * j), fold_k(m - 1 - j));
         if (j & 1)
             t2 = _mm_xor_si128(t2, f);
         else
             t3 = _mm_xor_si128(t3, f);
     }
-    const __m128i last = load_m<Masked>(p, mask, r + 16 * (m - 1));
+    const __m128i last = load_m<Masked>(io, p, mask, r + 16 * (m - 1));
     return reduce128(
         _mm_xor_si128(_mm_xor_si128(t0, t1), _mm_xor_si128(_mm_xor_si128(t2, t3), last)));
 }
 
 /* 16+ bytes: the loop-free form up to ShortMax blocks, else N independent
  * 16-byte accumulators in the main loop. */
-template <unsigned N, unsigned ShortMax>
-UROCE_CLMUL_INLINE uint32_t crc_xmm(uint32_t reg, const uint8_t *p, size_t n) {
+template <unsigned N, unsigned ShortMax, class IO = io_crc>
+UROCE_CLMUL_INLINE uint32_t crc_xmm(uint32_t reg, const uint8_t *p, size_t n, const IO &io = {}) {
     static_assert(N >= 2 && N % 2 == 0 && 2 * N <= fold_max_dist, "unsupported accumulator count");
     static_assert(ShortMax >= 2 * N && ShortMax <= fold_max_dist, "unsupported short-path limit");
-    if ((n >> 4) <= ShortMax) return crc_xmm_short<false>(reg, p, nullptr, n);
+    if ((n >> 4) <= ShortMax) return crc_xmm_short<false>(reg, p, nullptr, n, io);
 
     const unsigned r = static_cast<unsigned>(n & 15);
     const uint8_t *q = p + r;
     size_t m = n >> 4; /* full blocks, > 2N */
     __m128i head;
-    const __m128i b0 = first_block(reg, p, r, &head);
+    const __m128i b0 = first_block(reg, p, r, &head, io);
     __m128i t0 = _mm_setzero_si128(), t1 = t0, t2 = t0, t3 = t0;
 
     /* Long: N accumulators stride over N blocks at a time. */
     __m128i acc[N];
     acc[0] = r ? _mm_xor_si128(b0, fold16(head, fold_k(1))) : b0;
     for (unsigned i = 1; i < N; i++)
-        acc[i] = loadu128(q + 16 * i);
+        acc[i] = ld128(io, q + 16 * i);
     q += 16 * N;
     m -= N; /* blocks left, including the last one */
     const __m128i kN = fold_k(N);
     while (m > N) {
         for (unsigned i = 0; i < N; i++)
-            acc[i] = _mm_xor_si128(fold16(acc[i], kN), loadu128(q + 16 * i));
+            acc[i] = _mm_xor_si128(fold16(acc[i], kN), ld128(io, q + 16 * i));
         q += 16 * N;
         m -= N;
     }
@@ -220,13 +258,13 @@ UROCE_CLMUL_INLINE uint32_t crc_xmm(uint32_t reg, const uint8_t *p, size_t n) {
         t1 = _mm_xor_si128(t1, fold16(acc[i + 1], fold_k(L + N - i - 1)));
     }
     for (unsigned j = 0; j < L; j++) {
-        const __m128i f = fold16(loadu128(q + 16 * j), fold_k(L - j));
+        const __m128i f = fold16(ld128(io, q + 16 * j), fold_k(L - j));
         if (j & 1)
             t2 = _mm_xor_si128(t2, f);
         else
             t3 = _mm_xor_si128(t3, f);
     }
-    const __m128i last = loadu128(q + 16 * L);
+    const __m128i last = ld128(io, q + 16 * L);
     return reduce128(
         _mm_xor_si128(_mm_xor_si128(t0, t1), _mm_xor_si128(_mm_xor_si128(t2, t3), last)));
 }

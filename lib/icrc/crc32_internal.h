@@ -17,6 +17,10 @@ namespace uroce::crc32_detail {
 uint32_t crc32_update_clmul_sse(uint32_t reg, const void *data, size_t len);
 uint32_t crc32_update_clmul_vex(uint32_t reg, const void *data, size_t len);
 
+/* The fused copy + CRC engines in the two encodings (see above). */
+uint32_t crc32_copy_update_clmul_sse(uint32_t reg, void *dst, const void *src, size_t len);
+uint32_t crc32_copy_update_clmul_vex(uint32_t reg, void *dst, const void *src, size_t len);
+
 /* crc32_update over the n bytes p[i] | mask[i] without copying them, for
  * 16 <= n <= 256 (mask readable for n bytes). icrc_begin() uses it to set the
  * ICRC's variant header fields to ones. crc32_update_masked follows the active

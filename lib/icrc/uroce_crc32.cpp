@@ -32,6 +32,7 @@ namespace {
 
 using crc32_fn = uint32_t (*)(uint32_t, const void *, size_t);
 using masked_fn = uint32_t (*)(uint32_t, const uint8_t *, const uint8_t *, size_t);
+using copy_fn = uint32_t (*)(uint32_t, void *, const void *, size_t);
 
 constexpr crc32_path all_paths[] = {crc32_path::scalar, crc32_path::clmul, crc32_path::vclmul,
                                     crc32_path::vclmul512};
@@ -114,6 +115,7 @@ crc32_path best_under(unsigned limit) {
 }
 
 uint32_t crc32_update_vclmul512_probe(uint32_t reg, const void *data, size_t len);
+uint32_t crc32_copy_update_vclmul512_probe(uint32_t reg, void *dst, const void *src, size_t len);
 
 crc32_fn fn_of(crc32_path p, unsigned limit) {
     switch (p) {
@@ -127,6 +129,22 @@ crc32_fn fn_of(crc32_path p, unsigned limit) {
     case crc32_path::scalar:
     default:
         return crc32_update_scalar;
+    }
+}
+
+/* The fused copy + CRC follows the same path choice as crc32_update. */
+copy_fn copy_fn_of(crc32_path p, unsigned limit) {
+    switch (p) {
+    case crc32_path::clmul:
+        return caps().avx ? crc32_detail::crc32_copy_update_clmul_vex
+                          : crc32_detail::crc32_copy_update_clmul_sse;
+    case crc32_path::vclmul:
+        return crc32_copy_update_vclmul;
+    case crc32_path::vclmul512:
+        return limit ? crc32_copy_update_vclmul512 : crc32_copy_update_vclmul512_probe;
+    case crc32_path::scalar:
+    default:
+        return crc32_copy_update_scalar;
     }
 }
 
@@ -144,6 +162,7 @@ masked_fn masked_fn_of(crc32_path p, unsigned limit) {
 /* Constant-initialized: valid even before the constructor below runs. */
 std::atomic<crc32_fn> g_fn{crc32_update_scalar};
 std::atomic<masked_fn> g_masked_fn{crc32_detail::crc32_update_masked_scalar};
+std::atomic<copy_fn> g_copy_fn{crc32_copy_update_scalar};
 std::atomic<crc32_path> g_path{crc32_path::scalar};
 /* The path asked for (UROCE_CRC32_PATH or crc32_set_path), if any: what
  * crc32_refresh_path() goes back to when the limit allows it again. */
@@ -154,6 +173,7 @@ void install(crc32_path p, unsigned limit) {
     g_path.store(p, std::memory_order_relaxed);
     g_fn.store(fn_of(p, limit), std::memory_order_relaxed);
     g_masked_fn.store(masked_fn_of(p, limit), std::memory_order_relaxed);
+    g_copy_fn.store(copy_fn_of(p, limit), std::memory_order_relaxed);
 }
 
 /* vpclmulqdq-avx512 while DPDK's limit is unknown (see the top of the file). */
@@ -164,6 +184,16 @@ uint32_t crc32_update_vclmul512_probe(uint32_t reg, const void *data, size_t len
         return crc32_update(reg, data, len);
     }
     return crc32_update_vclmul512(reg, data, len);
+}
+
+/* The same probe for the fused copy + CRC. */
+uint32_t crc32_copy_update_vclmul512_probe(uint32_t reg, void *dst, const void *src, size_t len) {
+    if (len < crc32_detail::crc32_zmm_min) return crc32_copy_update_vclmul(reg, dst, src, len);
+    if (simd_limit() != 0) [[unlikely]] {
+        crc32_refresh_path();
+        return crc32_copy_update(reg, dst, src, len);
+    }
+    return crc32_copy_update_vclmul512(reg, dst, src, len);
 }
 
 __attribute__((constructor)) void crc32_dispatch_init() {
@@ -234,6 +264,10 @@ uint32_t xpow8n(uint64_t len) {
 
 uint32_t crc32_update(uint32_t reg, const void *data, size_t len) {
     return g_fn.load(std::memory_order_relaxed)(reg, data, len);
+}
+
+uint32_t crc32_copy_update(uint32_t reg, void *dst, const void *src, size_t len) {
+    return g_copy_fn.load(std::memory_order_relaxed)(reg, dst, src, len);
 }
 
 bool crc32_path_supported(crc32_path p) {

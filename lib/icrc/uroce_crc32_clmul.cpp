@@ -25,10 +25,12 @@ namespace uroce {
 namespace crc32_detail {
 namespace {
 
-UROCE_CLMUL_INLINE uint32_t clmul_body(uint32_t reg, const void *data, size_t len) {
+template <class IO = io_crc>
+UROCE_CLMUL_INLINE uint32_t clmul_body(uint32_t reg, const void *data, size_t len,
+                                       const IO &io = {}) {
     const uint8_t *p = static_cast<const uint8_t *>(data);
-    if (len < 16) return crc_short(reg, p, len);
-    return crc_xmm<UROCE_CLMUL_ACCS, UROCE_CLMUL_SHORT_BLOCKS>(reg, p, len);
+    if (len < 16) return crc_short(reg, p, len, io);
+    return crc_xmm<UROCE_CLMUL_ACCS, UROCE_CLMUL_SHORT_BLOCKS>(reg, p, len, io);
 }
 
 } // namespace
@@ -53,7 +55,24 @@ crc32_update_masked_clmul_vex(uint32_t reg, const uint8_t *p, const uint8_t *mas
     return crc_xmm_short<true>(reg, p, mask, n);
 }
 
+/* The same engine, storing every load to dst as it goes (crc32_copy_update). */
+__attribute__((target("pclmul"))) uint32_t
+crc32_copy_update_clmul_sse(uint32_t reg, void *dst, const void *src, size_t len) {
+    return clmul_body(reg, src, len, copy_to(dst, src));
+}
+
+__attribute__((target("avx,pclmul"))) uint32_t
+crc32_copy_update_clmul_vex(uint32_t reg, void *dst, const void *src, size_t len) {
+    return clmul_body(reg, src, len, copy_to(dst, src));
+}
+
 } // namespace crc32_detail
+
+uint32_t crc32_copy_update_clmul(uint32_t reg, void *dst, const void *src, size_t len) {
+    return crc32_detail::cpu_has_avx()
+               ? crc32_detail::crc32_copy_update_clmul_vex(reg, dst, src, len)
+               : crc32_detail::crc32_copy_update_clmul_sse(reg, dst, src, len);
+}
 
 uint32_t crc32_update_clmul(uint32_t reg, const void *data, size_t len) {
     /* A well-predicted branch on a value fixed at start-up. */

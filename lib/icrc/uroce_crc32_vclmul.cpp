@@ -44,6 +44,12 @@ UROCE_VCLMUL_INLINE __m256i loadu256(const void *p) {
     return _mm256_loadu_si256(static_cast<const __m256i *>(p));
 }
 
+template <class IO> UROCE_VCLMUL_INLINE __m256i ld256(const IO &io, const uint8_t *p) {
+    const __m256i v = loadu256(p);
+    if constexpr (IO::copy) _mm256_storeu_si256(io.template at<__m256i>(p), v);
+    return v;
+}
+
 UROCE_VCLMUL_INLINE __m256i fold32(__m256i x, __m256i k) {
     return _mm256_xor_si256(_mm256_clmulepi64_epi128(x, k, 0x00),
                             _mm256_clmulepi64_epi128(x, k, 0x11));
@@ -61,22 +67,23 @@ UROCE_VCLMUL_INLINE __m256i fold_k2(unsigned d) {
  * the register never has to be inserted into a ymm (an insert on the critical
  * path cost ~2 ns here); so is block 1 if needed to leave an even count, and
  * the rest go in pairs. */
-UROCE_VCLMUL_INLINE uint32_t crc_ymm_short(uint32_t reg, const uint8_t *p, size_t n) {
+template <class IO>
+UROCE_VCLMUL_INLINE uint32_t crc_ymm_short(uint32_t reg, const uint8_t *p, size_t n, const IO &io) {
     const unsigned r = static_cast<unsigned>(n & 15);
     const unsigned m = static_cast<unsigned>(n >> 4); /* 3..fold_max_dist */
     const uint8_t *q = p + r;
     __m128i head;
-    const __m128i b0 = first_block(reg, p, r, &head);
-    __m128i x0 = _mm_xor_si128(loadu128(q + 16 * (m - 1)), fold16(b0, fold_k(m - 1)));
+    const __m128i b0 = first_block(reg, p, r, &head, io);
+    __m128i x0 = _mm_xor_si128(ld128(io, q + 16 * (m - 1)), fold16(b0, fold_k(m - 1)));
     __m128i x1 = r ? fold16(head, fold_k(m)) : _mm_setzero_si128();
     unsigned j = 1;
     if ((m - 2) & 1) {
-        x1 = _mm_xor_si128(x1, fold16(loadu128(q + 16), fold_k(m - 2)));
+        x1 = _mm_xor_si128(x1, fold16(ld128(io, q + 16), fold_k(m - 2)));
         j = 2;
     }
     __m256i y0 = _mm256_setzero_si256(), y1 = y0;
     for (; j + 1 < m - 1; j += 2) { /* pair (j, j+1), both before the last block */
-        const __m256i f = fold32(loadu256(q + 16 * j), fold_k2(m - 1 - j));
+        const __m256i f = fold32(ld256(io, q + 16 * j), fold_k2(m - 1 - j));
         if (j & 2)
             y1 = _mm256_xor_si256(y1, f);
         else
@@ -90,27 +97,27 @@ UROCE_VCLMUL_INLINE uint32_t crc_ymm_short(uint32_t reg, const uint8_t *p, size_
 }
 
 /* 16 * (2N + 1) bytes or more. */
-template <unsigned N>
-UROCE_VCLMUL_INLINE uint32_t crc_ymm(uint32_t reg, const uint8_t *p, size_t n) {
+template <unsigned N, class IO>
+UROCE_VCLMUL_INLINE uint32_t crc_ymm(uint32_t reg, const uint8_t *p, size_t n, const IO &io) {
     static_assert(N >= 1 && 4 * N <= fold_max_dist, "unsupported accumulator count");
     const unsigned r = static_cast<unsigned>(n & 15);
     const uint8_t *q = p + r;
     size_t m = n >> 4; /* full blocks, > 2N */
     __m128i head;
-    __m128i b0 = first_block(reg, p, r, &head);
+    __m128i b0 = first_block(reg, p, r, &head, io);
     if (r) b0 = _mm_xor_si128(b0, fold16(head, fold_k(1)));
 
     __m256i acc[N];
     /* acc[0] = blocks 0 and 1, with block 0 replaced by the seeded b0. */
-    acc[0] = _mm256_inserti128_si256(loadu256(q), b0, 0);
+    acc[0] = _mm256_inserti128_si256(ld256(io, q), b0, 0);
     for (unsigned i = 1; i < N; i++)
-        acc[i] = loadu256(q + 32 * i);
+        acc[i] = ld256(io, q + 32 * i);
     q += 32 * N;
     m -= 2 * N; /* blocks left, including the last one */
     const __m256i k2N = _mm256_broadcastsi128_si256(fold_k(2 * N));
     while (m > 2 * N) {
         for (unsigned i = 0; i < N; i++)
-            acc[i] = _mm256_xor_si256(fold32(acc[i], k2N), loadu256(q + 32 * i));
+            acc[i] = _mm256_xor_si256(fold32(acc[i], k2N), ld256(io, q + 32 * i));
         q += 32 * N;
         m -= 2 * N;
     }
@@ -127,14 +134,14 @@ UROCE_VCLMUL_INLINE uint32_t crc_ymm(uint32_t reg, const uint8_t *p, size_t n) {
     }
     /* Leftover blocks j = 0..L-1 sit L - j blocks before the last: one single
      * block if L is odd, then pairs (distances >= 2 and >= 1). */
-    __m128i x = loadu128(q + 16 * L); /* the last block, distance 0 */
+    __m128i x = ld128(io, q + 16 * L); /* the last block, distance 0 */
     unsigned j = 0;
     if (L & 1) {
-        x = _mm_xor_si128(x, fold16(loadu128(q), fold_k(L)));
+        x = _mm_xor_si128(x, fold16(ld128(io, q), fold_k(L)));
         j = 1;
     }
     for (; j < L; j += 2) {
-        const __m256i f = fold32(loadu256(q + 16 * j), fold_k2(L - j));
+        const __m256i f = fold32(ld256(io, q + 16 * j), fold_k2(L - j));
         if (j & 2)
             y1 = _mm256_xor_si256(y1, f);
         else
@@ -148,15 +155,30 @@ UROCE_VCLMUL_INLINE uint32_t crc_ymm(uint32_t reg, const uint8_t *p, size_t n) {
 } // namespace
 } // namespace crc32_detail
 
-__attribute__((target("avx2,vpclmulqdq,pclmul"))) uint32_t
-crc32_update_vclmul(uint32_t reg, const void *data, size_t len) {
-    using namespace crc32_detail;
+namespace crc32_detail {
+namespace {
+
+template <class IO>
+UROCE_VCLMUL_INLINE uint32_t vclmul_body(uint32_t reg, const void *data, size_t len, const IO &io) {
     constexpr unsigned N = UROCE_VCLMUL_ACCS;
     const uint8_t *p = static_cast<const uint8_t *>(data);
-    if (len < 16) return crc_short(reg, p, len);
-    if (len < UROCE_VCLMUL_YMM_MIN) return crc_xmm_short<false>(reg, p, nullptr, len);
-    if (len < UROCE_VCLMUL_LOOP_MIN) return crc_ymm_short(reg, p, len);
-    return crc_ymm<N>(reg, p, len);
+    if (len < 16) return crc_short(reg, p, len, io);
+    if (len < UROCE_VCLMUL_YMM_MIN) return crc_xmm_short<false>(reg, p, nullptr, len, io);
+    if (len < UROCE_VCLMUL_LOOP_MIN) return crc_ymm_short(reg, p, len, io);
+    return crc_ymm<N>(reg, p, len, io);
+}
+
+} // namespace
+} // namespace crc32_detail
+
+__attribute__((target("avx2,vpclmulqdq,pclmul"))) uint32_t
+crc32_update_vclmul(uint32_t reg, const void *data, size_t len) {
+    return crc32_detail::vclmul_body(reg, data, len, crc32_detail::io_crc{});
+}
+
+__attribute__((target("avx2,vpclmulqdq,pclmul"))) uint32_t
+crc32_copy_update_vclmul(uint32_t reg, void *dst, const void *src, size_t len) {
+    return crc32_detail::vclmul_body(reg, src, len, crc32_detail::copy_to(dst, src));
 }
 
 } // namespace uroce

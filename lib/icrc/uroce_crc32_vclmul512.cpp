@@ -61,6 +61,18 @@ UROCE_ZMM_INLINE __m512i loadu512(const void *p) {
     return _mm512_loadu_si512(p);
 }
 
+template <class IO> UROCE_ZMM_INLINE __m256i ld256(const IO &io, const uint8_t *p) {
+    const __m256i v = loadu256(p);
+    if constexpr (IO::copy) _mm256_storeu_si256(io.template at<__m256i>(p), v);
+    return v;
+}
+
+template <class IO> UROCE_ZMM_INLINE __m512i ld512(const IO &io, const uint8_t *p) {
+    const __m512i v = loadu512(p);
+    if constexpr (IO::copy) _mm512_storeu_si512(io.template at<void>(p), v);
+    return v;
+}
+
 /* a ^ b ^ c in one instruction. */
 UROCE_ZMM_INLINE __m512i xor3(__m512i a, __m512i b, __m512i c) {
     return _mm512_ternarylogic_epi64(a, b, c, 0x96);
@@ -99,22 +111,23 @@ UROCE_ZMM_INLINE __m128i xor_lanes(__m512i z) {
  * y (one pair, if c & 2) and z0/z1 (the quads, alternately). The single and
  * the pair come first, where the distances are largest, so every quad's
  * distances are >= 1. */
-UROCE_ZMM_INLINE void fold_run(const uint8_t *q, unsigned c, unsigned d0, __m128i &x, __m256i &y,
-                               __m512i &z0, __m512i &z1) {
+template <class IO>
+UROCE_ZMM_INLINE void fold_run(const IO &io, const uint8_t *q, unsigned c, unsigned d0, __m128i &x,
+                               __m256i &y, __m512i &z0, __m512i &z1) {
     unsigned j = 0;
     if (c & 1) {
-        x = _mm_xor_si128(x, fold16(loadu128(q), fold_k(d0)));
+        x = _mm_xor_si128(x, fold16(ld128(io, q), fold_k(d0)));
         j = 1;
     }
     if (c & 2) {
-        y = _mm256_xor_si256(y, fold32(loadu256(q + 16 * j), fold_k2(d0 - j)));
+        y = _mm256_xor_si256(y, fold32(ld256(io, q + 16 * j), fold_k2(d0 - j)));
         j += 2;
     }
     for (unsigned i = 0; j < c; j += 4, i++) {
         if (i & 1)
-            z1 = fold64_into(z1, loadu512(q + 16 * j), fold_k4(d0 - j));
+            z1 = fold64_into(z1, ld512(io, q + 16 * j), fold_k4(d0 - j));
         else
-            z0 = fold64_into(z0, loadu512(q + 16 * j), fold_k4(d0 - j));
+            z0 = fold64_into(z0, ld512(io, q + 16 * j), fold_k4(d0 - j));
     }
 }
 
@@ -129,9 +142,10 @@ UROCE_ZMM_INLINE __m128i sum128(__m128i x, __m256i y, __m512i z0, __m512i z1) {
  * the 16 + t byte message T || tail, cut like every other input into a
  * t-byte head (T's first t bytes, zero-padded in front) and one block (T's
  * last 16 - t bytes, then the tail), folded into one 128-bit value. */
-UROCE_ZMM_INLINE __m128i append_tail(__m128i t128, const uint8_t *end, unsigned t) {
+template <class IO>
+UROCE_ZMM_INLINE __m128i append_tail(const IO &io, __m128i t128, const uint8_t *end, unsigned t) {
     const __m128i tail = _mm_maskz_mov_epi8(static_cast<__mmask16>(0xFFFFu << (16 - t)),
-                                            loadu128(end - 16)); /* tail at the top */
+                                            ld128(io, end - 16)); /* tail at the top */
     const __m128i block = _mm_or_si128(_mm_shuffle_epi8(t128, shuf_down(t)), tail);
     const __m128i head = _mm_shuffle_epi8(t128, shuf_up(16 - t));
     return _mm_xor_si128(block, fold16(head, fold_k(1)));
@@ -146,14 +160,16 @@ UROCE_ZMM_INLINE __m128i append_tail(__m128i t128, const uint8_t *end, unsigned 
  * A masked-out byte is neither read nor able to fault, so the load may start
  * before p (no memory outside [p, p+n) is touched). If Masked, each byte is
  * ORed with its mask byte (crc32_update_masked). */
-template <bool Masked>
+template <bool Masked, class IO = io_crc>
 UROCE_ZMM_INLINE uint32_t crc_zmm_upto64(uint32_t reg, const uint8_t *p, const uint8_t *mask,
-                                         size_t n) {
+                                         size_t n, const IO &io = {}) {
     const __mmask64 top = ~uint64_t(0) << (64 - n);
     const auto from = [n](const uint8_t *x) {
-        return reinterpret_cast<const void *>(reinterpret_cast<uintptr_t>(x) - (64 - n));
+        return reinterpret_cast<const uint8_t *>(reinterpret_cast<uintptr_t>(x) - (64 - n));
     };
     __m512i z = _mm512_maskz_loadu_epi8(top, from(p));
+    /* The same mask on the store: bytes outside [dst, dst+n) are not written. */
+    if constexpr (IO::copy) _mm512_mask_storeu_epi8(io.template at<void>(from(p)), top, z);
     if constexpr (Masked) z = _mm512_or_si512(z, _mm512_maskz_loadu_epi8(top, from(mask)));
     const __m512i even = _mm512_maskz_mov_epi32(0x5555, z); /* pieces 0 and 2 of each lane */
     const __m512i odd = _mm512_srli_epi64(z, 32);           /* pieces 1 and 3 */
@@ -174,17 +190,18 @@ UROCE_ZMM_INLINE uint32_t crc_zmm_upto64(uint32_t reg, const uint8_t *p, const u
  * the 256-bit short form, the seeded first block and the head are folded as
  * 16-byte blocks (no insert into a wide register on the critical path), the
  * last block is XORed as it is, and blocks 1..m-2 go through fold_run. */
-UROCE_ZMM_INLINE uint32_t crc_zmm_short(uint32_t reg, const uint8_t *p, size_t n) {
+template <class IO>
+UROCE_ZMM_INLINE uint32_t crc_zmm_short(uint32_t reg, const uint8_t *p, size_t n, const IO &io) {
     const unsigned r = static_cast<unsigned>(n & 15);
     const unsigned m = static_cast<unsigned>(n >> 4); /* 6..fold_max_dist */
     const uint8_t *q = p + r;
     __m128i head;
-    const __m128i b0 = first_block(reg, p, r, &head);
-    __m128i x = _mm_xor_si128(loadu128(q + 16 * (m - 1)), fold16(b0, fold_k(m - 1)));
+    const __m128i b0 = first_block(reg, p, r, &head, io);
+    __m128i x = _mm_xor_si128(ld128(io, q + 16 * (m - 1)), fold16(b0, fold_k(m - 1)));
     if (r) x = _mm_xor_si128(x, fold16(head, fold_k(m)));
     __m256i y = _mm256_setzero_si256();
     __m512i z0 = _mm512_setzero_si512(), z1 = z0;
-    fold_run(q + 16, m - 2, m - 2, x, y, z0, z1);
+    fold_run(io, q + 16, m - 2, m - 2, x, y, z0, z1);
     return reduce128(sum128(x, y, z0, z1));
 }
 
@@ -194,25 +211,26 @@ UROCE_ZMM_INLINE uint32_t crc_zmm_short(uint32_t reg, const uint8_t *p, size_t n
  * then the 64-byte loads are aligned whenever the buffer is, whatever its
  * length. End-aligned blocks made every load of an aligned 9000-byte buffer
  * straddle two cache lines, which cost 12% here (doc/icrc.md). */
-template <unsigned N> UROCE_ZMM_INLINE uint32_t crc_zmm(uint32_t reg, const uint8_t *p, size_t n) {
+template <unsigned N, class IO>
+UROCE_ZMM_INLINE uint32_t crc_zmm(uint32_t reg, const uint8_t *p, size_t n, const IO &io) {
     const unsigned t = static_cast<unsigned>(n & 15);
     const uint8_t *q = p;
     size_t m = n >> 4; /* full blocks, > 4N */
 
     __m512i acc[N];
     /* The register goes onto the first four message bytes. */
-    acc[0] = _mm512_xor_si512(loadu512(q),
+    acc[0] = _mm512_xor_si512(ld512(io, q),
                               _mm512_zextsi128_si512(_mm_cvtsi32_si128(static_cast<int>(reg))));
 #pragma GCC unroll 16
     for (unsigned i = 1; i < N; i++)
-        acc[i] = loadu512(q + 64 * i);
+        acc[i] = ld512(io, q + 64 * i);
     q += 64 * N;
     m -= 4 * N; /* full blocks left, including the last one */
     const __m512i k4N = _mm512_broadcast_i32x4(fold_k(4 * N));
     while (m > 4 * N) {
 #pragma GCC unroll 16
         for (unsigned i = 0; i < N; i++)
-            acc[i] = fold64_into(loadu512(q + 64 * i), acc[i], k4N);
+            acc[i] = fold64_into(ld512(io, q + 64 * i), acc[i], k4N);
         q += 64 * N;
         m -= 4 * N;
     }
@@ -227,11 +245,11 @@ template <unsigned N> UROCE_ZMM_INLINE uint32_t crc_zmm(uint32_t reg, const uint
         else
             z0 = fold64_into(z0, acc[i], fold_k4(L + 4 * N - 4 * i));
     }
-    __m128i x = loadu128(q + 16 * L); /* the last full block, distance 0 */
+    __m128i x = ld128(io, q + 16 * L); /* the last full block, distance 0 */
     __m256i y = _mm256_setzero_si256();
-    fold_run(q, L, L, x, y, z0, z1);
+    fold_run(io, q, L, L, x, y, z0, z1);
     x = sum128(x, y, z0, z1);
-    if (t) x = append_tail(x, p + n, t);
+    if (t) x = append_tail(io, x, p + n, t);
     return reduce128(x);
 }
 
@@ -251,10 +269,24 @@ UROCE_ZMM_TARGET uint32_t crc32_update_masked_vclmul512(uint32_t reg, const uint
 UROCE_ZMM_TARGET uint32_t crc32_update_vclmul512(uint32_t reg, const void *data, size_t len) {
     using namespace crc32_detail;
     const uint8_t *p = static_cast<const uint8_t *>(data);
-    if (len >= 16 && len <= 64) return crc_zmm_upto64<false>(reg, p, nullptr, len);
+    const io_crc io;
+    if (len >= 16 && len <= 64) return crc_zmm_upto64<false>(reg, p, nullptr, len, io);
     if (len < crc32_zmm_min) return crc32_update_vclmul(reg, data, len);
-    if (len < UROCE_ZMM_LOOP_MIN) return crc_zmm_short(reg, p, len);
-    return crc_zmm<UROCE_ZMM_ACCS>(reg, p, len);
+    if (len < UROCE_ZMM_LOOP_MIN) return crc_zmm_short(reg, p, len, io);
+    return crc_zmm<UROCE_ZMM_ACCS>(reg, p, len, io);
+}
+
+/* The same engine storing every load to dst (crc32_copy_update), with the
+ * same length split. */
+UROCE_ZMM_TARGET uint32_t crc32_copy_update_vclmul512(uint32_t reg, void *dst, const void *src,
+                                                      size_t len) {
+    using namespace crc32_detail;
+    const uint8_t *p = static_cast<const uint8_t *>(src);
+    const io_copy io = copy_to(dst, src);
+    if (len >= 16 && len <= 64) return crc_zmm_upto64<false>(reg, p, nullptr, len, io);
+    if (len < crc32_zmm_min) return crc32_copy_update_vclmul(reg, dst, src, len);
+    if (len < UROCE_ZMM_LOOP_MIN) return crc_zmm_short(reg, p, len, io);
+    return crc_zmm<UROCE_ZMM_ACCS>(reg, p, len, io);
 }
 
 } // namespace uroce

@@ -18,6 +18,8 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <cstdlib>
 
 namespace uroce {
 namespace {
@@ -40,6 +42,7 @@ constexpr unsigned bth_resv8a_off = 4; /* FECN, BECN, resv6 */
 constexpr unsigned buf_max = 256;                        /* one-call packets; mask table width */
 constexpr unsigned hdr_max = 60 + udp_hdr_len + bth_len; /* IPv4 IHL=15 */
 static_assert(hdr_max + 16 <= buf_max, "the buffer must hold the largest header");
+static_assert(icrc_fuse_min == buf_max + 1, "icrc_fuse_min: the first length icrc_begin splits");
 
 /* One mask per header layout: IPv4 with IHL 5..15 (index IHL-5), IPv6 (index 11). */
 constexpr unsigned n_layouts = 12;
@@ -138,8 +141,51 @@ icrc_state icrc_begin(const void *ip_hdr, size_t len) {
     return begin_layout(src, len, layout_of(src));
 }
 
+namespace {
+
+bool fused_from_env() {
+    const char *e = std::getenv("UROCE_FUSED_COPY");
+    return !(e && e[0] == '0' && e[1] == 0);
+}
+
+std::atomic<bool> g_fused_copy{fused_from_env()};
+
+} // namespace
+
+bool icrc_fused_copy() {
+    return g_fused_copy.load(std::memory_order_relaxed);
+}
+
+void icrc_set_fused_copy(bool on) {
+    g_fused_copy.store(on, std::memory_order_relaxed);
+}
+
 uint32_t icrc_compute(const void *ip_hdr, size_t len) {
     return icrc_finish(icrc_begin(ip_hdr, len));
+}
+
+void icrc_check_begin(icrc_check &c, const void *ip_hdr, size_t hdr_len, uint32_t payload_len,
+                      uint32_t tail_len) {
+    const uint8_t *ip = static_cast<const uint8_t *>(ip_hdr);
+    c.payload = ip + hdr_len;
+    c.payload_len = payload_len;
+    c.done = 0;
+    c.tail_len = tail_len;
+    c.wire = icrc_read_wire(c.payload + payload_len + tail_len);
+    c.st = icrc_begin(ip, hdr_len);
+    c.pending = true;
+    c.ok = false;
+}
+
+bool icrc_check_settle(icrc_check &c) {
+    if (!c.pending) return c.ok;
+    /* payload bytes not copied (a drop, or a partial copy), then the pad */
+    if (c.done < c.payload_len) icrc_update(c.st, c.payload + c.done, c.payload_len - c.done);
+    icrc_update(c.st, c.payload + c.payload_len, c.tail_len);
+    c.done = c.payload_len;
+    c.pending = false;
+    c.ok = icrc_finish(c.st) == c.wire;
+    return c.ok;
 }
 
 uint32_t icrc_compute_mbuf(const struct rte_mbuf *m, uint32_t l3_offset, uint32_t icrc_offset) {

@@ -190,7 +190,8 @@ static bool scatter(qp *q, send_wqe &w, uint64_t off, const roce_packet &p, rte_
                              w.sg[i].addr + o, c, &mm) != mr_status::ok)
                     return false;
             } else {
-                pkt_copy_payload(p, m, done, reinterpret_cast<uint8_t *>(w.sg[i].addr) + o, c);
+                pkt_copy_payload(p, m, done, reinterpret_cast<uint8_t *>(w.sg[i].addr) + o, c,
+                                 q->dev->rx_icrc());
             }
             done += c;
             o = 0;
@@ -364,7 +365,10 @@ static void do_read(qp *q, send_wqe &w, const roce_packet &p, rte_mbuf *m, bool 
         if (advanced) record_forward_progress(q);
         return;
     }
-    if (p.payload_len && !scatter(q, w, off, p, m, p.payload_len)) {
+    const bool placed = !p.payload_len || scatter(q, w, off, p, m, p.payload_len);
+    /* fused receive: the ICRC's verdict before anything is committed */
+    if (!q->dev->rx_trusted_placed()) return;
+    if (!placed) {
         complete_error(q, wc_status::loc_prot_err);
         return;
     }
@@ -396,7 +400,30 @@ static void do_atomic(qp *q, send_wqe &w, const roce_packet &p, bool advanced) {
     complete_ack(q);
 }
 
+/* Fused receive (doc/security.md): may this READ response's ICRC be checked
+ * while its payload is scattered, with the verdict taken before anything is
+ * committed? Only for the response the completer expects next (comp.psn),
+ * inside the head READ WQE and of exactly the opcode and length its place in
+ * the stream calls for: then every check on the way passes with no effect,
+ * the place (the WQE's SGEs at (PSN - first) x MTU) is fixed by trusted
+ * state, and the response to the retried READ rewrites exactly those bytes
+ * before the WQE completes. */
+static bool comp_can_fuse(qp *q, const roce_packet &p) {
+    const uint32_t psn = p.psn();
+    if (q->attr.selective_repeat || !check_qp_state(q) || !p.info->has(op_flag::read) ||
+        psn != q->comp.psn || psn_diff(psn, q->req.max_psn_sent) >= 0 || q->sq_comp == q->sq_head)
+        return false;
+    const send_wqe &w = sq_at(q, q->sq_comp);
+    if (w.state != wqe_state::issued || !wr_opcode_lookup(w.opcode).has(wr_flag::read) ||
+        psn_diff(psn, w.first_psn) < 0 || psn_diff(psn, w.last_psn) > 0)
+        return false;
+    return read_response_fits(q, w, p, uint64_t(psn_diff(psn, w.first_psn)) * q->mtu);
+}
+
 void comp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
+    /* a deferred ICRC is settled here unless the scatter may do it */
+    const bool fused = q->dev->rx_icrc().pending && comp_can_fuse(q, p);
+    if (q->dev->rx_icrc().pending && !fused && !q->dev->rx_trusted()) return;
     if (!check_qp_state(q)) {
         ++q->cnt.state_drops;
         return;
@@ -417,7 +444,9 @@ void comp_rcv_response(qp *q, const roce_packet &p, rte_mbuf *m) {
      * our retry): restart the retransmit timer (IBTA 9.7.6.1.3; rxe's
      * completer re-arms it whenever it has drained its responses). Only
      * forward progress resets the retry counters. */
-    if (comp_outstanding(q)) {
+    /* still pending: a fused READ response (comp_rcv), whose re-arms come
+     * from do_read's forward progress once it is known good */
+    if (comp_outstanding(q) && !q->dev->rx_icrc().pending) {
         comp_arm_retrans(q);
         loss_on_response(q);
     }

@@ -27,6 +27,7 @@
 
 #include <uroce/clock.h>
 #include <uroce/counters.h>
+#include <uroce/icrc.h>
 #include "uroce_cq.h"
 #include "uroce_mr.h"
 #include <uroce/netdev.h>
@@ -108,6 +109,27 @@ class device {
         return qpn == gsi_qp_num ? gsi_ : nullptr;
     }
     bool has_gid(const gid &g) const;
+    /* The ICRC check of the frame being received (uroce_recv.cpp); deferred
+     * into the payload copy for some frames (doc/security.md, "Fused
+     * receive"). */
+    icrc_check &rx_icrc() { return rx_icrc_; }
+    /* The frame's ICRC verdict, settled now if it was deferred; a bad one is
+     * counted (once). Nothing may act on a frame before this says true. */
+    bool rx_trusted() {
+        if (!rx_icrc_.pending) return rx_icrc_.ok;
+        if (icrc_check_settle(rx_icrc_)) return true;
+        ++cnt_.rx_icrc_errors;
+        return false;
+    }
+    /* rx_trusted at a copy site, after the placement: also counts the frames
+     * checked there (rx_icrc_fused, rx_icrc_fused_errors). */
+    bool rx_trusted_placed() {
+        if (!rx_icrc_.pending) return rx_icrc_.ok;
+        ++cnt_.rx_icrc_fused;
+        if (rx_trusted()) return true;
+        ++cnt_.rx_icrc_fused_errors;
+        return false;
+    }
     /* Each live QP, in QPN order (the QP table is indexed by qpn - qpn_base). */
     template <class F> void for_each_qp(F &&fn) const {
         if (gsi_) fn(static_cast<const qp *>(gsi_));
@@ -165,6 +187,7 @@ class device {
     uint32_t max_frame_len_ = 0;
     uint16_t ip_id_ = 1;
     uint32_t next_pd_ = 1;
+    icrc_check rx_icrc_;
 };
 
 } // namespace uroce

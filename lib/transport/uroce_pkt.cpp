@@ -95,6 +95,32 @@ static inline void copy_template(uint8_t *f, const hdr_template &t) {
     }
 }
 
+/* The payload's pieces in order, from an SGE list at a byte offset or a flat
+ * buffer, each handed to copy(dst, src, n). */
+template <class Copy>
+static inline void gather_payload(uint8_t *dst, const payload_src *src, uint32_t payload_len,
+                                  Copy &&copy) {
+    if (!payload_len) return;
+    if (src->flat) {
+        copy(dst, src->flat, payload_len);
+        return;
+    }
+    uint64_t off = src->offset;
+    uint32_t i = 0;
+    while (i < src->num_sge && off >= src->sg[i].length)
+        off -= src->sg[i++].length;
+    uint32_t left = payload_len;
+    while (left && i < src->num_sge) {
+        uint64_t avail = src->sg[i].length - off;
+        uint32_t c = avail < left ? uint32_t(avail) : left;
+        copy(dst, reinterpret_cast<const uint8_t *>(src->sg[i].addr) + off, c);
+        dst += c;
+        left -= c;
+        off = 0;
+        ++i;
+    }
+}
+
 rte_mbuf *pkt_build(rte_mempool *pool, const hdr_template &t, const bth_fields &b,
                     const ext_fields &x, const payload_src *src, uint32_t payload_len,
                     uint16_t ip_id) {
@@ -184,27 +210,26 @@ rte_mbuf *pkt_build(rte_mempool *pool, const hdr_template &t, const bth_fields &
 
     /* the one copy of the payload: user memory straight into the frame */
     uint8_t *dst = f + hdr_len;
-    if (payload_len) {
-        if (src->flat) {
-            std::memcpy(dst, src->flat, payload_len);
-        } else {
-            uint64_t off = src->offset;
-            uint32_t i = 0;
-            while (i < src->num_sge && off >= src->sg[i].length)
-                off -= src->sg[i++].length;
-            uint32_t left = payload_len;
-            while (left && i < src->num_sge) {
-                uint64_t avail = src->sg[i].length - off;
-                uint32_t c = avail < left ? uint32_t(avail) : left;
-                std::memcpy(dst, reinterpret_cast<const uint8_t *>(src->sg[i].addr) + off, c);
-                dst += c;
-                left -= c;
-                off = 0;
-                ++i;
-            }
+    if (frame_len - icrc_len - t.l2_len >= icrc_fuse_min && icrc_fused_copy()) {
+        /* ...and the ICRC in the same pass: the masked headers first, then
+         * each piece of payload as it is copied, then the pad, which is the
+         * order the ICRC covers them in (IBTA A17.3.3; lib/icrc masks the
+         * variant header fields in registers) */
+        icrc_state st = icrc_begin(l3, hdr_len - t.l2_len);
+        gather_payload(dst, src, payload_len, [&st](uint8_t *d, const uint8_t *s, uint32_t n) {
+            icrc_copy_update(st, d, s, n);
+        });
+        dst += payload_len;
+        if (pad) {
+            std::memset(dst, 0, pad);
+            icrc_update(st, dst, pad);
         }
-        dst = f + hdr_len + payload_len;
+        icrc_write_wire(dst + pad, icrc_finish(st));
+        return m;
     }
+    gather_payload(dst, src, payload_len,
+                   [](uint8_t *d, const uint8_t *s, uint32_t n) { std::memcpy(d, s, n); });
+    dst += payload_len;
     if (pad) std::memset(dst, 0, pad);
     /* the one CRC pass, over the frame while it is hot in L1 (lib/icrc masks
      * the variant header fields in registers, IBTA A17.3.3) */
@@ -220,6 +245,19 @@ bool pkt_icrc_ok(const roce_packet &p, const rte_mbuf *m) {
     uint8_t buf[icrc_len];
     const void *wire = rte_pktmbuf_read(m, p.icrc_offset, icrc_len, buf);
     return wire && icrc_compute_mbuf(m, p.l3_offset, p.icrc_offset) == icrc_read_wire(wire);
+}
+
+bool pkt_icrc_begin(const roce_packet &p, const rte_mbuf *m, icrc_check &c) {
+    const uint32_t l3_len = p.icrc_offset - p.l3_offset; /* IP header .. ICRC field */
+    if (m->nb_segs == 1 && l3_len >= icrc_fuse_min && p.payload_len &&
+        p.info->has_any(op_flag::send | op_flag::write | op_flag::read) && icrc_fused_copy()) {
+        icrc_check_begin(c, p.hdr + p.l3_offset, p.payload_offset - p.l3_offset, p.payload_len,
+                         p.icrc_offset - p.payload_offset - p.payload_len);
+        return true;
+    }
+    c.pending = false;
+    c.ok = pkt_icrc_ok(p, m);
+    return c.ok;
 }
 
 void pkt_copy_payload(const roce_packet &p, const rte_mbuf *m, uint32_t off, uint8_t *dst,

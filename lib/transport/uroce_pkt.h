@@ -11,9 +11,10 @@
  * still in L1 (a frame is at most 4 KB + headers): copy and CRC touch each
  * byte once from memory, and a small frame costs one CRC call, not four.
  *
- * RX: the ICRC is checked over the whole frame first (no byte reaches user
- * memory from a corrupt frame), then the payload is copied once, again from
- * L1.
+ * RX: the ICRC is checked over the whole frame first, then the payload is
+ * copied once, again from L1; or, where the payload's place is fixed by
+ * trusted state and nothing is committed before the verdict, checked while
+ * the payload is copied (pkt_icrc_begin, doc/security.md "Fused receive").
  */
 #ifndef UROCE_PKT_H
 #define UROCE_PKT_H
@@ -21,6 +22,7 @@
 #include <cstdint>
 
 #include <uroce/build.h>
+#include <uroce/icrc.h>
 #include <uroce/parse.h>
 #include <uroce/verbs.h>
 
@@ -90,6 +92,26 @@ bool pkt_icrc_ok(const roce_packet &p, const rte_mbuf *m);
 /* Copy len payload bytes starting at payload offset off of packet p (in m) to dst. */
 void pkt_copy_payload(const roce_packet &p, const rte_mbuf *m, uint32_t off, uint8_t *dst,
                       uint32_t len);
+
+/* ---- The ICRC checked while the payload is placed (doc/security.md,
+ * "Fused receive"). */
+
+/* Begins frame p's ICRC check in c. Deferred (c.pending: settled by the
+ * payload copy or icrc_check_settle) for a one-segment frame that carries a
+ * payload to place and is long enough to gain (icrc_fuse_min), when fusing is
+ * on; every other frame is checked whole now. Returns false if the ICRC was
+ * checked now and is bad. */
+bool pkt_icrc_begin(const roce_packet &p, const rte_mbuf *m, icrc_check &c);
+
+/* pkt_copy_payload through c: copy and ICRC in one pass while c is pending
+ * (the copy sites of the responder and the completer). */
+inline void pkt_copy_payload(const roce_packet &p, const rte_mbuf *m, uint32_t off, uint8_t *dst,
+                             uint32_t len, icrc_check &c) {
+    if (c.pending)
+        icrc_check_copy(c, off, dst, len); /* pending: one segment, payload in p.hdr */
+    else
+        pkt_copy_payload(p, m, off, dst, len);
+}
 
 } // namespace uroce
 

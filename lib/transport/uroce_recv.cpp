@@ -4,6 +4,8 @@
  * and P_Key checks, then requests to the responder and responses to the
  * completer. Every drop is counted by reason (doc/security.md lists them).
  */
+#include <cassert>
+
 #include <rte_ip.h>
 #include <rte_mbuf.h>
 
@@ -62,46 +64,57 @@ void device::rx_one(rte_mbuf *m) {
         return;
     }
     /* The ICRC covers everything from the IP header on; nothing in a frame
-     * that fails it is trusted (Annex A17.3.3). */
-    if (!pkt_icrc_ok(p, m)) {
+     * that fails it is trusted (Annex A17.3.3). A frame with a payload to
+     * place may have it checked while the payload is copied (pkt_icrc_begin;
+     * doc/security.md, "Fused receive"): then every drop below counts as an
+     * ICRC error if the frame fails it (drop), and the responder and the
+     * completer settle it before they act on the frame. */
+    if (!pkt_icrc_begin(p, m, rx_icrc_)) {
         ++cnt_.rx_icrc_errors;
         return;
     }
+    auto drop = [this](uint64_t &reason) {
+        if (rx_trusted()) ++reason;
+    };
     gid dst =
         p.ip_version == 4 ? gid::from_ipv4(p.ipv4()->dst_addr()) : gid::from_bytes(p.ipv6()->dst);
     if (!has_gid(dst)) {
-        ++cnt_.rx_not_ours;
+        drop(cnt_.rx_not_ours);
         return;
     }
     qp *q = lookup_qp(p.dest_qp());
     if (!q) {
-        ++cnt_.rx_no_qp;
+        drop(cnt_.rx_no_qp);
         return;
     }
     const bool is_cnp = p.info->transport == ib_transport::cnp;
     if (!is_cnp && !transport_matches(p.info->transport, q->type)) {
-        ++cnt_.rx_wrong_transport;
+        drop(cnt_.rx_wrong_transport);
         return;
     }
     if (!addr_matches(q, p, dst)) {
-        ++cnt_.rx_bad_src;
+        drop(cnt_.rx_bad_src);
         return;
     }
     /* One P_Key table entry: the default full-member key (IBTA 10.9.3). */
     if ((p.bth()->pkey() & 0x7fff) != 0x7fff) {
-        ++cnt_.rx_bad_pkey;
+        drop(cnt_.rx_bad_pkey);
         return;
     }
     if (is_cnp) [[unlikely]] { /* DCQCN's reaction point (uroce_cnp.cpp) */
         cnp_rcv(this, q);
         return;
     }
-    if (frame_ecn(p) == ecn_ce) [[unlikely]] /* DCQCN's notification point */
+    if (frame_ecn(p) == ecn_ce) [[unlikely]] { /* DCQCN's notification point */
+        if (!rx_trusted()) return;             /* a deferred ICRC: no CNP for a bad frame */
         cnp_on_ce(this, q);
+    }
     if (p.info->has(op_flag::request))
         resp_rcv(q, p, m);
     else
         comp_rcv(q, p, m);
+    /* A deferred ICRC is settled before anything acts on the frame */
+    assert(!rx_icrc_.pending);
 }
 
 void device::rx_burst(rte_mbuf **pkts, uint16_t n) {

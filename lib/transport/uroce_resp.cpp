@@ -146,7 +146,7 @@ static recv_copy_status copy_to_recv_wqe(qp *q, uint64_t off, const uint8_t *fla
         if (flat)
             std::memcpy(dst, flat + done, c);
         else
-            pkt_copy_payload(*p, m, poff + done, dst, c);
+            pkt_copy_payload(*p, m, poff + done, dst, c, q->dev->rx_icrc());
         done += c;
         off = 0;
         ++i;
@@ -471,6 +471,8 @@ static inline void acknowledge(qp *q, const roce_packet &p) {
 static bool execute_send(qp *q, const roce_packet &p, rte_mbuf *m) {
     auto &r = q->resp;
     recv_copy_status st = copy_to_recv_wqe(q, r.recv_off, nullptr, &p, m, 0, p.payload_len);
+    /* fused receive: the ICRC's verdict before anything is committed */
+    if (!q->dev->rx_trusted_placed()) return false;
     if (st != recv_copy_status::ok) {
         const bool too_long = st == recv_copy_status::length;
         post_recv_cqe(q, r.wqe_id, too_long ? wc_status::loc_len_err : wc_status::loc_prot_err,
@@ -566,12 +568,17 @@ static inline bool check_write_length(const qp *q, const roce_packet &p) {
     return !p.info->has(op_flag::last) || r.write_off + p.payload_len == r.write_len;
 }
 
-static inline void execute_write(qp *q, const roce_packet &p, rte_mbuf *m) {
+static inline bool execute_write(qp *q, const roce_packet &p, rte_mbuf *m) {
     auto &r = q->resp;
     const uint64_t va = p.info->has(op_flag::vendor) ? p.reth()->va() : r.write_va + r.write_off;
-    if (p.payload_len) pkt_copy_payload(p, m, 0, reinterpret_cast<uint8_t *>(va), p.payload_len);
+    if (p.payload_len)
+        pkt_copy_payload(p, m, 0, reinterpret_cast<uint8_t *>(va), p.payload_len,
+                         q->dev->rx_icrc());
+    /* fused receive: the ICRC's verdict before anything is committed */
+    if (!q->dev->rx_trusted_placed()) return false;
     r.write_off += p.payload_len;
     r.in_msg = p.info->has(op_flag::last) ? r.none : r.write;
+    return true;
 }
 
 /* WRITE_WITH_IMM completes a receive WQE, with the DMA length as byte_len. */
@@ -600,7 +607,7 @@ static void rcv_write(qp *q, const roce_packet &p, rte_mbuf *m) {
         reject_request(q, psn, invalid_request_nak);
         return;
     }
-    execute_write(q, p, m);
+    if (!execute_write(q, p, m)) return;
     if (p.info->has(op_flag::last)) complete_write(q, p);
     acknowledge(q, p);
 }
@@ -692,7 +699,43 @@ static void rcv_atomic(qp *q, const roce_packet &p) {
         execute_atomic(q, p, res);
 }
 
+/* Fused receive (doc/security.md): may this request's ICRC be checked while
+ * its payload is placed, with the verdict taken before anything is
+ * committed? Only if every check on the way to the placement passes with no
+ * effect, which is what this repeats (no counter, no NAK, no state), and the
+ * payload's place is fixed by trusted state, not by the frame: the receive
+ * WQE at recv_off for a SEND; write_va + write_off, set by the message's
+ * verified FIRST, for a WRITE MIDDLE/LAST. Then a bad frame can only have
+ * written bytes that the retransmission of this PSN rewrites before the
+ * message completes. Not a WRITE FIRST/ONLY or a selective-repeat WRITE
+ * (their own RETH names the place), nor UD, READ requests or atomics: their
+ * ICRC is checked first. */
+static bool resp_can_fuse(qp *q, const roce_packet &p) {
+    const auto &r = q->resp;
+    const opcode_info &info = *p.info;
+    /* selective repeat keeps and places packets out of order: not fused yet
+     * (its property test found a receive buffer holding a bad frame's bytes) */
+    if (q->type == qp_type::ud || q->attr.selective_repeat || !check_qp_state(q) ||
+        p.psn() != r.psn || r.nak_sent || r.uc_drop)
+        return false;
+    if (!check_op_seq(q, info) || !check_length(q, p) || !check_op_valid(q, info)) return false;
+    const bool takes_wqe =
+        info.has(op_flag::send) ? info.has(op_flag::first) : info.has(op_flag::immdt);
+    if (takes_wqe && !r.have_wqe && recv_queue(q)->empty()) return false; /* an RNR NAK */
+    if (info.has(op_flag::send)) return true;
+    /* WRITE FIRST/ONLY and selective repeat's WRITEs (op_flag::vendor, a RETH
+     * in every packet) name their place themselves */
+    if (!info.has(op_flag::write) || info.has(op_flag::first) || info.has(op_flag::vendor))
+        return false;
+    mr *mm;
+    return check_write_length(q, p) &&
+           mr_check(q->dev->mrs(), r.write_rkey, q->pd, access_remote_write,
+                    r.write_va + r.write_off, p.payload_len, &mm) == mr_status::ok;
+}
+
 void resp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
+    /* a deferred ICRC is settled here unless the payload copy may do it */
+    if (q->dev->rx_icrc().pending && !resp_can_fuse(q, p) && !q->dev->rx_trusted()) return;
     if (!check_qp_state(q)) {
         ++q->cnt.state_drops;
         return;

@@ -6,8 +6,10 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -628,6 +630,110 @@ TEST_F(resp, uc_refused_write_is_counted) {
     settle();
     EXPECT_EQ(dst, src);
     EXPECT_EQ(b.qp->cnt.uc_dropped, 1u);
+}
+
+/* ---- Fused receive (doc/security.md): the ICRC checked while the payload
+ * is placed. One frame of a 4 KiB message at MTU 1024 (4 packets) gets one
+ * payload byte flipped on its first transmission, so its ICRC is bad. Until
+ * the resend of that PSN arrives, the responder must have committed nothing
+ * for it (its PSN, no ACK covering it, no receive completion); afterwards the
+ * message must complete once with exactly the sent bytes. A SEND's place is
+ * the receive WQE and a WRITE MIDDLE/LAST's is set by the verified FIRST, so
+ * those are placed while checked (rx_icrc_fused_errors counts the bad one); a
+ * WRITE FIRST names its place in its own RETH and is checked first. */
+
+class resp_fused : public resp {
+  protected:
+    /* SEND or WRITE_WITH_IMM of 4 KiB, its nth packet corrupted once. */
+    void run(wr_opcode op, int nth, bool expect_fused) {
+        setup_pair();
+        std::vector<uint8_t> src(4096), dst(4096 + 64, 0x5a), rbuf(64);
+        fill_pattern(src.data(), src.size(), 77);
+        mr *ms = reg(a, src.data(), src.size());
+        mr *md = reg(b, dst.data(), dst.size());
+        mr *mr_ = reg(b, rbuf.data(), rbuf.size());
+        const bool is_send = op == wr_opcode::send;
+        ASSERT_EQ(is_send ? post_recv_buf(b, dst.data(), 4096 + 64, md, 1)
+                          : post_recv_buf(b, rbuf.data(), 64, mr_, 1),
+                  verbs_error::ok);
+        corrupt_once c;
+        c.from = a.port;
+        c.nth = nth;
+        uint32_t resp_psn_at_resend = 0;
+        int recv_cqes_at_resend = -1;
+        bool speculative_seen = false;
+        std::vector<wc> early;
+        c.at_resend = [&] {
+            resp_psn_at_resend = b.qp->resp.psn;
+            wc tmp[4];
+            recv_cqes_at_resend = poll_cq(b.rcq, 4, tmp);
+            /* the bad frame's bytes may sit where the resend will put its own */
+            const size_t at = size_t(nth - 1) * 1024 + 5;
+            speculative_seen = dst[at] == uint8_t(src[at] ^ 0xff);
+        };
+        link->set_filter(corrupt_filter(&c));
+        sge sg{reinterpret_cast<uint64_t>(src.data()), 4096, mr_lkey(ms)};
+        send_wr w;
+        w.wr_id = 9;
+        w.sg_list = &sg;
+        w.num_sge = 1;
+        w.opcode = op;
+        w.send_flags = send_signaled;
+        w.imm_data = 0x01020304;
+        w.wr.rdma.remote_addr = reinterpret_cast<uint64_t>(dst.data());
+        w.wr.rdma.rkey = mr_rkey(md);
+        send_wr *bad;
+        ASSERT_EQ(post_send(a.qp, &w, &bad), verbs_error::ok);
+        auto sw = poll_n(a.scq, 1);
+        ASSERT_EQ(sw.size(), 1u);
+        EXPECT_EQ(sw[0].status, wc_status::success);
+        auto rw = poll_n(b.rcq, 1);
+        ASSERT_EQ(rw.size(), 1u);
+        EXPECT_EQ(rw[0].status, wc_status::success);
+        EXPECT_EQ(rw[0].byte_len, 4096u);
+        ASSERT_TRUE(c.corrupted);
+        ASSERT_TRUE(c.resent);
+        /* nothing committed for the bad frame before its resend */
+        EXPECT_EQ(resp_psn_at_resend, c.bad_psn);
+        EXPECT_EQ(c.acks_covering_bad, 0u);
+        EXPECT_EQ(recv_cqes_at_resend, 0);
+        /* then exactly the sent bytes, nothing outside the target */
+        EXPECT_TRUE(std::equal(src.begin(), src.end(), dst.begin()));
+        for (size_t i = 4096; i < dst.size(); ++i)
+            ASSERT_EQ(dst[i], 0x5a) << i;
+        const dev_counters &dc = b.ctx->counters();
+        EXPECT_EQ(dc.rx_icrc_errors, 1u);
+        EXPECT_EQ(dc.rx_icrc_fused_errors, expect_fused ? 1u : 0u);
+        if (expect_fused) {
+            EXPECT_GT(dc.rx_icrc_fused, 0u);
+            EXPECT_TRUE(speculative_seen); /* placed while checked, then rewritten */
+        }
+        EXPECT_EQ(b.qp->cnt.completions, 1u);
+    }
+};
+
+TEST_F(resp_fused, send_middle_bad_icrc_commits_nothing) {
+    run(wr_opcode::send, 2, true);
+}
+TEST_F(resp_fused, send_last_bad_icrc_completes_nothing) {
+    run(wr_opcode::send, 4, true);
+}
+TEST_F(resp_fused, write_middle_bad_icrc_commits_nothing) {
+    run(wr_opcode::rdma_write_with_imm, 2, true);
+}
+TEST_F(resp_fused, write_last_with_imm_bad_icrc_completes_nothing) {
+    run(wr_opcode::rdma_write_with_imm, 4, true);
+}
+/* The RETH names the place: checked before anything is placed. */
+TEST_F(resp_fused, write_first_bad_icrc_is_checked_before_placing) {
+    run(wr_opcode::rdma_write_with_imm, 1, false);
+}
+/* The same with fusing off: the same outcome, nothing placed while checked. */
+TEST_F(resp_fused, switched_off_checks_first) {
+    icrc_set_fused_copy(false);
+    run(wr_opcode::send, 2, false);
+    icrc_set_fused_copy(true);
+    EXPECT_EQ(b.ctx->counters().rx_icrc_fused, 0u);
 }
 
 /* Atomics are host atomics: two responders on two threads (two devices,

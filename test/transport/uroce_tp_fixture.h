@@ -19,6 +19,7 @@
 
 #include "uroce_device.h"
 #include "uroce_memlink.h"
+#include "uroce_psn.h"
 #include <uroce/verbs.h>
 
 namespace uroce::test {
@@ -335,6 +336,45 @@ class pair_fixture : public ::testing::Test {
         return p;
     }
 };
+
+/* Fused receive tests (doc/security.md): flips one payload byte of the nth
+ * frame with a payload that `from` sends (its first transmission only), so
+ * that frame's ICRC is bad, and watches the wire until the resend of its PSN:
+ * positive ACKs covering it before then are counted, at_resend runs when the
+ * resend is on the wire (before it is delivered). */
+struct corrupt_once {
+    const memlink_port *from = nullptr;
+    int nth = 0; /* among the frames with a payload from `from`, 1-based */
+    int seen = 0;
+    bool corrupted = false, resent = false;
+    uint32_t bad_psn = 0;
+    uint32_t acks_covering_bad = 0;  /* positive ACKs for bad_psn or later before the resend */
+    std::function<void()> at_resend; /* when the resend is on the wire, before delivery */
+};
+
+inline memlink::filter_fn corrupt_filter(corrupt_once *c) {
+    return [c](rte_mbuf *m, const memlink_port *f) {
+        roce_packet p;
+        if (parse_mbuf(m, p) != parse_error::ok) return true;
+        if (f == c->from) {
+            if (!p.payload_len) return true;
+            if (!c->corrupted && ++c->seen == c->nth) {
+                rte_pktmbuf_mtod(m, uint8_t *)[p.payload_offset + 5] ^= 0xff;
+                c->corrupted = true;
+                c->bad_psn = p.psn();
+            } else if (c->corrupted && !c->resent && p.psn() == c->bad_psn) {
+                c->resent = true;
+                if (c->at_resend) c->at_resend();
+            }
+            return true;
+        }
+        if (c->corrupted && !c->resent && p.opcode == to_u8(ib_opcode::rc_acknowledge) &&
+            aeth_syndrome::type(p.aeth()->syndrome) == aeth_syndrome::type_ack &&
+            psn_diff(p.psn(), c->bad_psn) >= 0)
+            ++c->acks_covering_bad;
+        return true;
+    };
+}
 
 inline void fill_pattern(uint8_t *p, size_t n, uint32_t seed) {
     uint32_t x = seed * 2654435761u + 1;
