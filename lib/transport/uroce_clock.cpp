@@ -5,13 +5,11 @@
 
 namespace uroce {
 
-tsc_clock::tsc_clock() : hz_(rte_get_tsc_hz()), start_(rte_rdtsc()) {
-    if (hz_ == 0) hz_ = 1000000000ull;
-}
+tsc_clock::tsc_clock()
+    : mult_(ns_mult(rte_get_tsc_hz() ? rte_get_tsc_hz() : 1000000000ull)), start_(rte_rdtsc()) {}
 
 uint64_t tsc_clock::now_ns() {
-    uint64_t c = rte_rdtsc() - start_;
-    return uint64_t((unsigned __int128)c * 1000000000ull / hz_);
+    return cycles_to_ns(rte_rdtsc() - start_, mult_);
 }
 
 clock_source *default_clock() {
