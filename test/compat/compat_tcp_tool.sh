@@ -1,0 +1,64 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# A stock tool that exchanges its QP numbers over TCP (rdma-core's
+# ibv_*_pingpong examples, perftest's ib_send_bw, ib_read_lat, ...) between
+# two processes of this machine, both on compat/'s libibverbs.so.1 (and
+# librdmacm.so.1, for perftest's -R) over a net_memif pair (server role /
+# client role), the exchange on loopback TCP (or the rdma_cm with -R).
+#   compat_tcp_tool.sh LIBDIR KIND PROGRESS TCP_PORT TOOL [tool args...]
+# KIND says what a pass is, besides both sides exiting 0:
+#   pingpong  both sides finished their iterations ("iters in");
+#   perftest  the client printed its result line (the server of the _lat
+#             tools and of the read/atomic ones prints none of its own).
+# Skips (77) without the Debian binary (ibverbs-utils, perftest).
+set -u
+libdir=$1 kind=$2 progress=$3 port=$4 tool=$5
+shift 5
+case $kind in
+pingpong) package=ibverbs-utils ;;
+perftest) package=perftest ;;
+*) echo "compat_tcp_tool.sh: KIND is pingpong or perftest, not '$kind'" >&2; exit 2 ;;
+esac
+command -v "$tool" >/dev/null || { echo "$tool not installed ($package): skipped"; exit 77; }
+dir=$(mktemp -d /tmp/uroce-compat-XXXXXX)
+trap 'rm -rf "$dir"' EXIT
+eal="--no-huge -m 512 --no-pci --no-shconf --log-level=lib.eal:error --log-level=pmd.net.memif:error"
+sock=$dir/memif.sock
+run() {
+    local role=$1 lcore=$2 ip=$3 host=${4:-}
+    LD_LIBRARY_PATH=$libdir UROCE_PROGRESS=$progress \
+        UROCE_EAL="$eal -l $lcore --vdev net_memif0,role=$role,socket=$sock" UROCE_IP=$ip \
+        timeout 60 "$tool" "${args[@]}" -p "$port" $host >"$dir/$role.log" 2>&1
+}
+args=("$@")
+# The server's name: for the TCP exchange the kernel's loopback; for the
+# rdma_cm (-R) uroce's own address on the memif link.
+host=127.0.0.1
+for a in "${args[@]}"; do [ "$a" = -R ] && host=10.78.0.1; done
+run server 0 10.78.0.1/24 &
+server=$!
+# The client connects once the server listens (on TCP; with -R on the
+# rdma_cm, which shows in its log).
+for _ in $(seq 50); do
+    if [ $host = 127.0.0.1 ]; then
+        ss -ltn 2>/dev/null | grep -q ":$port " && break
+    else
+        grep -q "Waiting for client" "$dir/server.log" 2>/dev/null && break
+    fi
+    sleep 0.1
+done
+run client 1 10.78.0.2/24 $host
+client_rc=$?
+wait $server
+server_rc=$?
+for side in server client; do
+    echo "--- $side (exit $(eval echo \$${side}_rc))"
+    cat "$dir/$side.log"
+done
+if [ "$kind" = pingpong ]; then
+    grep -q "iters in" "$dir/server.log" && grep -q "iters in" "$dir/client.log" || exit 1
+else
+    # The result table: a header line starting with " #bytes", then one line of numbers.
+    grep -A1 "^ #bytes" "$dir/client.log" | grep -qE "^ +[0-9]+ +[0-9]+ " || exit 1
+fi
+[ $server_rc -eq 0 ] && [ $client_rc -eq 0 ]
