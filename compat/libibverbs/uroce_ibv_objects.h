@@ -127,6 +127,7 @@ struct compat_qp {
     ibv_qp_type type = IBV_QPT_RC;
     uint32_t max_inline = 0;
     uint32_t max_send_sge = 1, max_recv_sge = 1;
+    bool made_by_cm = false; /* rdma_create_qp's: the CM must let go of it */
     /* The wr_* (new post send) API's batch. */
     std::vector<uroce::send_wr> batch;
     std::vector<uroce::sge> batch_sges; /* max_send_sge per WR of batch */

@@ -619,9 +619,15 @@ ibv_qp *ibv_create_qp(ibv_pd *pd, ibv_qp_init_attr *attr) {
 
 namespace uroce::compat {
 
+void rdmacm_set_qp_release_hook(ibv_context *ctx, void (*fn)(uroce::qp *)) {
+    rt_of(ctx).set_qp_release_hook_locked(fn);
+}
+
 ibv_qp *rdmacm_create_qp(ibv_pd *pd, ibv_qp_init_attr *attr, qp_maker make, void *arg) {
     ibv_qp *qp = create_qp_common(pd->context, pd, *attr, 0, make, arg);
-    if (qp) attr->cap.max_inline_data = to_qp(qp)->max_inline;
+    if (!qp) return nullptr;
+    attr->cap.max_inline_data = to_qp(qp)->max_inline;
+    to_qp(qp)->made_by_cm = true;
     return qp;
 }
 
@@ -741,6 +747,10 @@ int ibv_destroy_qp(ibv_qp *qp) {
          * destroyed QP otherwise, as ENOENT error completions). */
         if (q->send_cq->ch) q->send_cq->ch->serve();
         if (q->recv_cq->ch && q->recv_cq != q->send_cq) q->recv_cq->ch->serve();
+        /* An rdma_create_qp QP destroyed with ibv_destroy_qp, not
+         * rdma_destroy_qp (perftest -R does so with its exchange QP): the
+         * CM must not move it to ERROR on a later DREQ. */
+        if (q->made_by_cm) rt.release_cm_qp_locked(q->uqp);
         const verbs_error e = uroce::destroy_qp(q->uqp);
         if (e != verbs_error::ok) return to_errno(e);
     }
