@@ -125,6 +125,7 @@ bool runtime::start(std::string &err, int &errno_out) {
     so.ips = cfg_.ips;
     so.mac = cfg_.mac;
     so.link_mtu = cfg_.link_mtu;
+    so.pcap = cfg_.pcap;
     st_ = app::stack::create(so, err);
     if (!st_) {
         err = "UROCE_EAL/UROCE_IP: cannot bring up uroce0: " + err;

@@ -368,6 +368,44 @@ int ibv_destroy_cq(ibv_cq *cq) {
     return 0;
 }
 
+} // extern "C"
+
+namespace uroce::compat {
+
+ibv_cq_ex *op_create_cq_ex(ibv_context *ctx, ibv_cq_init_attr_ex *attr) {
+    /* The work completion's standard fields only: no timestamps, VLAN,
+     * flow tag or tag matching (uroce's completions carry none). */
+    if (attr->wc_flags & ~uint64_t(IBV_WC_STANDARD_FLAGS)) {
+        unsupported("ibv_create_cq_ex wc_flags beyond the standard ones (timestamps, CVLAN, "
+                    "flow tag, TM)");
+        return nullptr;
+    }
+    if (attr->comp_mask & ~uint32_t(IBV_CQ_INIT_ATTR_MASK_FLAGS)) {
+        unsupported("ibv_create_cq_ex with a parent domain");
+        return nullptr;
+    }
+    /* SINGLE_THREADED is a promise that costs nothing to honour. */
+    if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+        (attr->flags & ~uint32_t(IBV_CREATE_CQ_ATTR_SINGLE_THREADED))) {
+        unsupported("ibv_create_cq_ex flags other than SINGLE_THREADED");
+        return nullptr;
+    }
+    if (attr->cqe > uint32_t(INT32_MAX)) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    ibv_cq *cq =
+        ibv_create_cq(ctx, int(attr->cqe), attr->cq_context, attr->channel, int(attr->comp_vector));
+    if (!cq) return nullptr;
+    ibv_cq_ex *cqx = &to_cq(cq)->cqx;
+    init_cq_ex_ops(cqx);
+    return cqx;
+}
+
+} // namespace uroce::compat
+
+extern "C" {
+
 int ibv_resize_cq(ibv_cq *, int) {
     return unsupported("ibv_resize_cq");
 }
