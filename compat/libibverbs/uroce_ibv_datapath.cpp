@@ -241,6 +241,85 @@ int op_poll_cq(ibv_cq *cq, int num, ibv_wc *wc) {
     return total;
 }
 
+/* ---------------------------------------------------------------- ibv_cq_ex polling */
+
+namespace {
+
+compat_cq *cx(ibv_cq_ex *c) {
+    return reinterpret_cast<compat_cq *>(c);
+}
+
+/* ibv_start_poll / ibv_next_poll: the next completion becomes the current
+ * one (status and wr_id in the CQ, the rest through read_*); ENOENT when
+ * there is none. One ibv_poll_cq of one entry each, so both progress
+ * modes behave as ibv_poll_cq does. */
+int cq_ex_next(ibv_cq_ex *c) {
+    compat_cq *q = cx(c);
+    if (op_poll_cq(&q->cq, 1, &q->cur) != 1) return ENOENT;
+    c->status = q->cur.status;
+    c->wr_id = q->cur.wr_id;
+    return 0;
+}
+
+int cq_ex_start_poll(ibv_cq_ex *c, ibv_poll_cq_attr *attr) {
+    /* comp_mask must be 0 (rdma-core: no attribute is defined). */
+    if (attr && attr->comp_mask) return EINVAL;
+    return cq_ex_next(c);
+}
+
+void cq_ex_end_poll(ibv_cq_ex *) {}
+
+ibv_wc_opcode cq_ex_opcode(ibv_cq_ex *c) {
+    return cx(c)->cur.opcode;
+}
+uint32_t cq_ex_vendor_err(ibv_cq_ex *c) {
+    return cx(c)->cur.vendor_err;
+}
+uint32_t cq_ex_byte_len(ibv_cq_ex *c) {
+    return cx(c)->cur.byte_len;
+}
+__be32 cq_ex_imm_data(ibv_cq_ex *c) {
+    return cx(c)->cur.imm_data;
+}
+uint32_t cq_ex_qp_num(ibv_cq_ex *c) {
+    return cx(c)->cur.qp_num;
+}
+uint32_t cq_ex_src_qp(ibv_cq_ex *c) {
+    return cx(c)->cur.src_qp;
+}
+unsigned cq_ex_wc_flags(ibv_cq_ex *c) {
+    return cx(c)->cur.wc_flags;
+}
+uint32_t cq_ex_slid(ibv_cq_ex *c) {
+    return cx(c)->cur.slid;
+}
+uint8_t cq_ex_sl(ibv_cq_ex *c) {
+    return cx(c)->cur.sl;
+}
+uint8_t cq_ex_dlid_path_bits(ibv_cq_ex *c) {
+    return cx(c)->cur.dlid_path_bits;
+}
+
+} // namespace
+
+void init_cq_ex_ops(ibv_cq_ex *c) {
+    c->comp_mask = 0;
+    c->start_poll = cq_ex_start_poll;
+    c->next_poll = cq_ex_next;
+    c->end_poll = cq_ex_end_poll;
+    c->read_opcode = cq_ex_opcode;
+    c->read_vendor_err = cq_ex_vendor_err;
+    c->read_byte_len = cq_ex_byte_len;
+    c->read_imm_data = cq_ex_imm_data;
+    c->read_qp_num = cq_ex_qp_num;
+    c->read_src_qp = cq_ex_src_qp;
+    c->read_wc_flags = cq_ex_wc_flags;
+    c->read_slid = cq_ex_slid;
+    c->read_sl = cq_ex_sl;
+    c->read_dlid_path_bits = cq_ex_dlid_path_bits;
+    /* Timestamps, CVLAN, flow tag, TM: refused at creation, left NULL. */
+}
+
 } // namespace uroce::compat
 
 /* ---------------------------------------------------------------- the new post send API */

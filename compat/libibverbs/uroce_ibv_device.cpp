@@ -211,6 +211,7 @@ ibv_context *ibv_open_device(ibv_device *device) {
     v.query_port = op_query_port;
     v.query_device_ex = op_query_device_ex;
     v.create_qp_ex = op_create_qp_ex;
+    v.create_cq_ex = op_create_cq_ex;
     {
         runtime::guard g(*rt);
         rt->add_context_locked(c);

@@ -130,6 +130,7 @@ bool read_env(env_config &cfg, std::string &err, int &errno_out) {
         cfg.link_mtu = uint32_t(v);
     }
     if (const char *c = env("UROCE_COUNTERS")) cfg.print_counters = std::strcmp(c, "0") != 0;
+    if (const char *p = env("UROCE_PCAP")) cfg.pcap = p;
     return true;
 }
 

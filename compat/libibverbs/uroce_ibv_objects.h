@@ -77,7 +77,12 @@ struct compat_comp_channel {
 };
 
 struct compat_cq {
-    ibv_cq cq;
+    /* ibv_cq_ex begins with ibv_cq's fields (ibv_cq_ex_to_cq is a cast):
+     * every CQ can be either; ibv_create_cq_ex's fill the rest. */
+    union {
+        ibv_cq cq;
+        ibv_cq_ex cqx;
+    };
     uroce::cq *ucq = nullptr;
     int depth = 0;
     /* thread mode: the channel through which completions reach the
@@ -94,7 +99,14 @@ struct compat_cq {
     std::atomic<bool> armed{false};
     compat_comp_channel *chan = nullptr;
     uint32_t events_queued = 0; /* events not yet acked (ibv_ack_cq_events) */
+    /* ibv_start_poll / ibv_next_poll's current completion (the read_*
+     * functions return its fields). */
+    ibv_wc cur{};
+    compat_cq() : cqx{} {}
 };
+static_assert(offsetof(ibv_cq_ex, async_events_completed) ==
+                  offsetof(ibv_cq, async_events_completed) &&
+              offsetof(ibv_cq_ex, comp_mask) >= sizeof(ibv_cq));
 static inline compat_cq *to_cq(ibv_cq *c) {
     return reinterpret_cast<compat_cq *>(c);
 }
@@ -127,6 +139,7 @@ struct compat_qp {
     ibv_qp_type type = IBV_QPT_RC;
     uint32_t max_inline = 0;
     uint32_t max_send_sge = 1, max_recv_sge = 1;
+    bool made_by_cm = false; /* rdma_create_qp's: the CM must let go of it */
     /* The wr_* (new post send) API's batch. */
     std::vector<uroce::send_wr> batch;
     std::vector<uroce::sge> batch_sges; /* max_send_sge per WR of batch */

@@ -17,6 +17,8 @@ int op_post_send(ibv_qp *qp, ibv_send_wr *wr, ibv_send_wr **bad_wr);
 int op_post_recv(ibv_qp *qp, ibv_recv_wr *wr, ibv_recv_wr **bad_wr);
 int op_post_srq_recv(ibv_srq *srq, ibv_recv_wr *wr, ibv_recv_wr **bad_wr);
 int op_poll_cq(ibv_cq *cq, int num, ibv_wc *wc);
+/* The ibv_cq_ex poll functions (start_poll, next_poll, read_*...). */
+void init_cq_ex_ops(ibv_cq_ex *cqx);
 void init_qp_ex_ops(ibv_qp_ex *qpx);
 
 /* uroce_ibv_events.cpp */
@@ -24,6 +26,7 @@ int op_req_notify_cq(ibv_cq *cq, int solicited_only);
 
 /* uroce_ibv_verbs.cpp */
 ibv_qp *op_create_qp_ex(ibv_context *ctx, ibv_qp_init_attr_ex *attr);
+ibv_cq_ex *op_create_cq_ex(ibv_context *ctx, ibv_cq_init_attr_ex *attr);
 ibv_mw *op_alloc_mw(ibv_pd *pd, ibv_mw_type type);
 int op_bind_mw(ibv_qp *qp, ibv_mw *mw, ibv_mw_bind *bind);
 int op_dealloc_mw(ibv_mw *mw);

@@ -38,10 +38,19 @@ using qp_maker = uroce::qp *(*)(uroce::pd *pd, uroce::qp_init_attr *attr, void *
  * create_qp, which also moves it to INIT, or RTS for UD); nullptr with
  * errno set. */
 ibv_qp *rdmacm_create_qp(ibv_pd *pd, ibv_qp_init_attr *attr, qp_maker make, void *arg);
+/* fn(qp) runs, the lock held, when ibv_destroy_qp destroys a QP that
+ * rdmacm_create_qp made: librdmacm takes it from its id, if the
+ * application did not use rdma_destroy_qp. */
+void rdmacm_set_qp_release_hook(ibv_context *ctx, void (*fn)(uroce::qp *));
 
 /* fn(arg) runs, the lock held, when the stack stops (the last
  * ibv_close_device, or exit): librdmacm closes its CM there. */
 void rdmacm_add_stop_hook(ibv_context *ctx, void (*fn)(void *), void *arg);
+/* fn(arg) runs, the lock held, when the stack stops but before its
+ * linger: librdmacm destroys the ids the application left, as the kernel
+ * does when a process's rdma_cm file closes (their DREQs and REJs go out
+ * during the linger). */
+void rdmacm_add_leave_hook(ibv_context *ctx, void (*fn)(void *), void *arg);
 
 } // namespace uroce::compat
 

@@ -125,6 +125,7 @@ bool runtime::start(std::string &err, int &errno_out) {
     so.ips = cfg_.ips;
     so.mac = cfg_.mac;
     so.link_mtu = cfg_.link_mtu;
+    so.pcap = cfg_.pcap;
     st_ = app::stack::create(so, err);
     if (!st_) {
         err = "UROCE_EAL/UROCE_IP: cannot bring up uroce0: " + err;
@@ -145,6 +146,11 @@ void runtime::stop() {
         /* No memif disconnect on the interrupt thread while we linger and
          * close the port (after one it was handling finishes). */
         if (gate_intr_) intr_parked_ = intr_gate::instance().park(gate_timeout);
+        /* librdmacm ends what the process leaves behind (its DREQs go out
+         * and are answered while we linger). */
+        for (auto &[fn, arg] : leave_hooks_)
+            fn(arg);
+        leave_hooks_.clear();
         /* The peer may still be retransmitting its last request, waiting
          * for our ACK: answer until the link is quiet (app::stack::linger). */
         st_->linger(std::chrono::milliseconds(100), std::chrono::milliseconds(1000));
@@ -368,6 +374,10 @@ uroce::engine *rdmacm_engine(ibv_context *ctx) {
 }
 void rdmacm_add_stop_hook(ibv_context *ctx, void (*fn)(void *), void *arg) {
     to_ctx(ctx)->rt->add_stop_hook_locked(fn, arg);
+}
+
+void rdmacm_add_leave_hook(ibv_context *ctx, void (*fn)(void *), void *arg) {
+    to_ctx(ctx)->rt->add_leave_hook_locked(fn, arg);
 }
 
 } // namespace uroce::compat

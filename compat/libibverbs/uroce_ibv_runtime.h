@@ -118,6 +118,11 @@ class runtime {
     void unlock() { mu_.unlock(); }
     /* fn(arg) when the stack stops, the lock held (lock held to add). */
     void add_stop_hook_locked(void (*fn)(void *), void *arg) { stop_hooks_.push_back({fn, arg}); }
+    void add_leave_hook_locked(void (*fn)(void *), void *arg) { leave_hooks_.push_back({fn, arg}); }
+    void set_qp_release_hook_locked(void (*fn)(uroce::qp *)) { qp_release_hook_ = fn; }
+    void release_cm_qp_locked(uroce::qp *q) {
+        if (qp_release_hook_) qp_release_hook_(q);
+    }
 
     /* The peer's MAC through ARP/ND, driving the stack while waiting (lock held). */
     std::optional<mac_addr> resolve_locked(const gid &g, std::chrono::milliseconds timeout);
@@ -161,6 +166,8 @@ class runtime {
     std::vector<compat_cq *> cqs_;
     std::vector<compat_context *> contexts_;
     std::vector<std::pair<void (*)(void *), void *>> stop_hooks_;
+    std::vector<std::pair<void (*)(void *), void *>> leave_hooks_; /* before the linger */
+    void (*qp_release_hook_)(uroce::qp *) = nullptr;
     std::atomic<unsigned> armed_{0}; /* arms since the last check: 0 = nothing to look at */
     std::atomic<uint64_t> last_drive_ns_{0};
     std::atomic<uint32_t> napping_{0};     /* futex word: 1 while the progress thread naps */

@@ -368,6 +368,44 @@ int ibv_destroy_cq(ibv_cq *cq) {
     return 0;
 }
 
+} // extern "C"
+
+namespace uroce::compat {
+
+ibv_cq_ex *op_create_cq_ex(ibv_context *ctx, ibv_cq_init_attr_ex *attr) {
+    /* The work completion's standard fields only: no timestamps, VLAN,
+     * flow tag or tag matching (uroce's completions carry none). */
+    if (attr->wc_flags & ~uint64_t(IBV_WC_STANDARD_FLAGS)) {
+        unsupported("ibv_create_cq_ex wc_flags beyond the standard ones (timestamps, CVLAN, "
+                    "flow tag, TM)");
+        return nullptr;
+    }
+    if (attr->comp_mask & ~uint32_t(IBV_CQ_INIT_ATTR_MASK_FLAGS)) {
+        unsupported("ibv_create_cq_ex with a parent domain");
+        return nullptr;
+    }
+    /* SINGLE_THREADED is a promise that costs nothing to honour. */
+    if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+        (attr->flags & ~uint32_t(IBV_CREATE_CQ_ATTR_SINGLE_THREADED))) {
+        unsupported("ibv_create_cq_ex flags other than SINGLE_THREADED");
+        return nullptr;
+    }
+    if (attr->cqe > uint32_t(INT32_MAX)) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    ibv_cq *cq =
+        ibv_create_cq(ctx, int(attr->cqe), attr->cq_context, attr->channel, int(attr->comp_vector));
+    if (!cq) return nullptr;
+    ibv_cq_ex *cqx = &to_cq(cq)->cqx;
+    init_cq_ex_ops(cqx);
+    return cqx;
+}
+
+} // namespace uroce::compat
+
+extern "C" {
+
 int ibv_resize_cq(ibv_cq *, int) {
     return unsupported("ibv_resize_cq");
 }
@@ -619,9 +657,15 @@ ibv_qp *ibv_create_qp(ibv_pd *pd, ibv_qp_init_attr *attr) {
 
 namespace uroce::compat {
 
+void rdmacm_set_qp_release_hook(ibv_context *ctx, void (*fn)(uroce::qp *)) {
+    rt_of(ctx).set_qp_release_hook_locked(fn);
+}
+
 ibv_qp *rdmacm_create_qp(ibv_pd *pd, ibv_qp_init_attr *attr, qp_maker make, void *arg) {
     ibv_qp *qp = create_qp_common(pd->context, pd, *attr, 0, make, arg);
-    if (qp) attr->cap.max_inline_data = to_qp(qp)->max_inline;
+    if (!qp) return nullptr;
+    attr->cap.max_inline_data = to_qp(qp)->max_inline;
+    to_qp(qp)->made_by_cm = true;
     return qp;
 }
 
@@ -741,6 +785,10 @@ int ibv_destroy_qp(ibv_qp *qp) {
          * destroyed QP otherwise, as ENOENT error completions). */
         if (q->send_cq->ch) q->send_cq->ch->serve();
         if (q->recv_cq->ch && q->recv_cq != q->send_cq) q->recv_cq->ch->serve();
+        /* An rdma_create_qp QP destroyed with ibv_destroy_qp, not
+         * rdma_destroy_qp (perftest -R does so with its exchange QP): the
+         * CM must not move it to ERROR on a later DREQ. */
+        if (q->made_by_cm) rt.release_cm_qp_locked(q->uqp);
         const verbs_error e = uroce::destroy_qp(q->uqp);
         if (e != verbs_error::ok) return to_errno(e);
     }

@@ -52,6 +52,12 @@ class guard {
     guard &operator=(const guard &) = delete;
 };
 
+/* The handle behind a live id / channel of this library; nullptr, errno
+ * EINVAL and one stderr line naming `call` for any other pointer (one
+ * destroyed already, or never made here). */
+id *live_id(rdma_cm_id *i, const char *call);
+channel *live_channel(rdma_event_channel *c, const char *call);
+
 /* errno from the CM's error, -1 (librdmacm's convention); 0 for ok. */
 int fail(uroce::verbs_error e);
 /* One stderr line per unsupported call, errno = e, -1. */

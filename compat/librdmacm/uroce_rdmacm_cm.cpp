@@ -12,6 +12,7 @@
 #include <mutex>
 #include <new>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "../libibverbs/uroce_ibv_rdmacm.h"
 #include "uroce_rdmacm.h"
@@ -24,8 +25,15 @@ namespace {
 std::mutex open_mu;                /* the first open */
 ibv_context *g_ctx = nullptr;      /* every id's verbs; kept until exit */
 uroce::cm_service *g_cm = nullptr; /* closed by the stack's stop hook */
-std::mutex ids_mu;                 /* the map, from any thread */
+std::mutex ids_mu;                 /* the maps, from any thread */
 std::unordered_map<const uroce::cm_id *, id *> ids;
+/* The handles the application holds, so that a destroyed or never-made
+ * one is refused (EINVAL) before it is dereferenced. Debian 12's perftest
+ * (4.5-0.17) retries a rejected rdma_cm connection on the ids, channel and
+ * node array it has just destroyed and freed (fixed upstream in perftest
+ * 3d9d8d0); librdmacm would read freed memory there, we say no. */
+std::unordered_set<const rdma_cm_id *> live_ids;
+std::unordered_set<const rdma_event_channel *> live_channels;
 
 void close_cm_at_stop(void *) {
     /* The stack stops (the last ibv_close_device, or exit), lock held. */
@@ -33,6 +41,29 @@ void close_cm_at_stop(void *) {
     /* Channels still open (an application that exits without destroying
      * them): the CM goes with the engine; nothing calls it after this. */
     g_cm = nullptr;
+}
+
+void destroy_ids_at_leave(void *) {
+    /* The stack stops (exit, or the last ibv_close_device), lock held,
+     * before its linger. The kernel destroys a process's ids when its
+     * rdma_cm file closes, so an established connection the application
+     * never disconnected gets a DREQ (cm.c cm_destroy_id): perftest's
+     * atomic_lat server -R exits so, and its client waits for that
+     * DISCONNECTED. The wrappers stay allocated (the process is leaving)
+     * but are no longer live handles. */
+    std::lock_guard<std::mutex> lock(ids_mu);
+    for (auto &[u, w] : ids) {
+        uroce::destroy_id(const_cast<uroce::cm_id *>(u));
+        live_ids.erase(&w->id);
+    }
+    ids.clear();
+}
+
+void release_qp(uroce::qp *q) {
+    /* ibv_destroy_qp of an rdma_create_qp QP, lock held. */
+    std::lock_guard<std::mutex> lock(ids_mu);
+    for (auto &[u, w] : ids)
+        if (u->qp == q) const_cast<uroce::cm_id *>(u)->qp = nullptr;
 }
 
 id *wrapper_of(const uroce::cm_id *u) {
@@ -64,11 +95,14 @@ id *new_wrapper(uroce::cm_id *u, channel *ch, void *context, rdma_port_space ps)
     w->id.qp_type = ps == RDMA_PS_UDP || ps == RDMA_PS_IPOIB ? IBV_QPT_UD : IBV_QPT_RC;
     std::lock_guard<std::mutex> lock(ids_mu);
     ids[u] = w;
+    live_ids.insert(&w->id);
     return w;
 }
 
-id *to_w(rdma_cm_id *i) {
-    return reinterpret_cast<id *>(i);
+void stale(const char *call, const char *what) {
+    std::fprintf(stderr, "uroce: librdmacm: %s: not a live %s (destroyed, or never created)\n",
+                 call, what);
+    errno = EINVAL;
 }
 
 uroce::cm_conn_param to_uroce(const rdma_conn_param *p) {
@@ -121,7 +155,11 @@ uroce::cm_service *cm() {
     rdmacm_lock(c);
     verbs_error e = verbs_error::ok;
     g_cm = uroce::open_cm(*rdmacm_engine(c), {}, &e);
-    if (g_cm) rdmacm_add_stop_hook(c, close_cm_at_stop, nullptr);
+    if (g_cm) {
+        rdmacm_add_leave_hook(c, destroy_ids_at_leave, nullptr);
+        rdmacm_set_qp_release_hook(c, release_qp);
+        rdmacm_add_stop_hook(c, close_cm_at_stop, nullptr);
+    }
     rdmacm_unlock(c);
     if (!g_cm) {
         std::fprintf(stderr, "uroce: librdmacm: cannot open the CM on uroce0: error %d\n", int(e));
@@ -135,6 +173,24 @@ guard::guard() {
 }
 guard::~guard() {
     rdmacm_unlock(g_ctx);
+}
+
+id *live_id(rdma_cm_id *i, const char *call) {
+    {
+        std::lock_guard<std::mutex> lock(ids_mu);
+        if (i && live_ids.count(i)) return reinterpret_cast<id *>(i);
+    }
+    stale(call, "rdma_cm_id");
+    return nullptr;
+}
+
+channel *live_channel(rdma_event_channel *c, const char *call) {
+    {
+        std::lock_guard<std::mutex> lock(ids_mu);
+        if (c && live_channels.count(c)) return reinterpret_cast<channel *>(c);
+    }
+    stale(call, "rdma_event_channel");
+    return nullptr;
 }
 
 int fail(verbs_error e) {
@@ -177,11 +233,14 @@ rdma_event_channel *rdma_create_event_channel(void) {
      * queued, so it never blocks either way. */
     const int fl = fcntl(ch->ch.fd, F_GETFL);
     if (fl >= 0) fcntl(ch->ch.fd, F_SETFL, fl & ~O_NONBLOCK);
+    std::lock_guard<std::mutex> lock(ids_mu);
+    live_channels.insert(&ch->ch);
     return &ch->ch;
 }
 
 void rdma_destroy_event_channel(rdma_event_channel *channel_) {
-    auto *ch = reinterpret_cast<channel *>(channel_);
+    channel *ch = live_channel(channel_, __func__);
+    if (!ch) return;
     verbs_error e;
     {
         guard g;
@@ -189,7 +248,12 @@ void rdma_destroy_event_channel(rdma_event_channel *channel_) {
     }
     /* busy: ids or unacked events left (librdmacm's precondition broken);
      * the channel stays, as the kernel's would until they go. */
-    if (e == verbs_error::ok) delete ch;
+    if (e != verbs_error::ok) return;
+    {
+        std::lock_guard<std::mutex> lock(ids_mu);
+        live_channels.erase(&ch->ch);
+    }
+    delete ch;
 }
 
 int rdma_create_id(rdma_event_channel *channel_, rdma_cm_id **out, void *context_,
@@ -200,7 +264,8 @@ int rdma_create_id(rdma_event_channel *channel_, rdma_cm_id **out, void *context
         errno = EINVAL;
         return -1;
     }
-    auto *ch = reinterpret_cast<channel *>(channel_);
+    channel *ch = live_channel(channel_, __func__);
+    if (!ch) return -1;
     uroce::cm_id *u = nullptr;
     verbs_error e;
     {
@@ -220,7 +285,8 @@ int rdma_create_id(rdma_event_channel *channel_, rdma_cm_id **out, void *context
 }
 
 int rdma_destroy_id(rdma_cm_id *i) {
-    id *w = to_w(i);
+    id *w = live_id(i, __func__);
+    if (!w) return -1;
     verbs_error e;
     {
         guard g;
@@ -230,13 +296,15 @@ int rdma_destroy_id(rdma_cm_id *i) {
     {
         std::lock_guard<std::mutex> lock(ids_mu);
         ids.erase(w->uid);
+        live_ids.erase(&w->id);
     }
     delete w;
     return 0;
 }
 
 int rdma_bind_addr(rdma_cm_id *i, sockaddr *addr) {
-    id *w = to_w(i);
+    id *w = live_id(i, __func__);
+    if (!w) return -1;
     guard g;
     const verbs_error e = uroce::bind_addr(w->uid, addr);
     copy_route(w);
@@ -244,7 +312,8 @@ int rdma_bind_addr(rdma_cm_id *i, sockaddr *addr) {
 }
 
 int rdma_resolve_addr(rdma_cm_id *i, sockaddr *src, sockaddr *dst, int timeout_ms) {
-    id *w = to_w(i);
+    id *w = live_id(i, __func__);
+    if (!w) return -1;
     guard g;
     const verbs_error e = uroce::resolve_addr(w->uid, src, dst, timeout_ms);
     copy_route(w);
@@ -252,7 +321,8 @@ int rdma_resolve_addr(rdma_cm_id *i, sockaddr *src, sockaddr *dst, int timeout_m
 }
 
 int rdma_resolve_route(rdma_cm_id *i, int timeout_ms) {
-    id *w = to_w(i);
+    id *w = live_id(i, __func__);
+    if (!w) return -1;
     guard g;
     const verbs_error e = uroce::resolve_route(w->uid, timeout_ms);
     copy_route(w);
@@ -260,7 +330,8 @@ int rdma_resolve_route(rdma_cm_id *i, int timeout_ms) {
 }
 
 int rdma_create_qp(rdma_cm_id *i, ibv_pd *pd, ibv_qp_init_attr *attr) {
-    id *w = to_w(i);
+    id *w = live_id(i, __func__);
+    if (!w) return -1;
     if (!attr || i->qp) {
         errno = EINVAL;
         return -1;
@@ -327,7 +398,8 @@ int rdma_create_qp_ex(rdma_cm_id *i, ibv_qp_init_attr_ex *attr) {
 }
 
 void rdma_destroy_qp(rdma_cm_id *i) {
-    id *w = to_w(i);
+    id *w = live_id(i, __func__);
+    if (!w) return;
     if (!i->qp) return;
     {
         guard g;
@@ -352,14 +424,16 @@ void rdma_destroy_qp(rdma_cm_id *i) {
 }
 
 int rdma_connect(rdma_cm_id *i, rdma_conn_param *param) {
-    id *w = to_w(i);
+    id *w = live_id(i, __func__);
+    if (!w) return -1;
     const uroce::cm_conn_param p = to_uroce(param);
     guard g;
     return fail(uroce::connect(w->uid, &p));
 }
 
 int rdma_listen(rdma_cm_id *i, int backlog) {
-    id *w = to_w(i);
+    id *w = live_id(i, __func__);
+    if (!w) return -1;
     guard g;
     const verbs_error e = uroce::listen(w->uid, backlog);
     copy_route(w);
@@ -367,7 +441,8 @@ int rdma_listen(rdma_cm_id *i, int backlog) {
 }
 
 int rdma_accept(rdma_cm_id *i, rdma_conn_param *param) {
-    id *w = to_w(i);
+    id *w = live_id(i, __func__);
+    if (!w) return -1;
     uroce::cm_conn_param p = to_uroce(param);
     if (!param) { /* librdmacm's defaults for a NULL param */
         p.responder_resources = 16;
@@ -378,19 +453,22 @@ int rdma_accept(rdma_cm_id *i, rdma_conn_param *param) {
 }
 
 int rdma_reject(rdma_cm_id *i, const void *private_data, uint8_t private_data_len) {
-    id *w = to_w(i);
+    id *w = live_id(i, __func__);
+    if (!w) return -1;
     guard g;
     return fail(uroce::reject(w->uid, private_data, private_data_len));
 }
 
 int rdma_disconnect(rdma_cm_id *i) {
-    id *w = to_w(i);
+    id *w = live_id(i, __func__);
+    if (!w) return -1;
     guard g;
     return fail(uroce::disconnect(w->uid));
 }
 
 int rdma_get_cm_event(rdma_event_channel *channel_, rdma_cm_event **out) {
-    auto *ch = reinterpret_cast<channel *>(channel_);
+    channel *ch = live_channel(channel_, __func__);
+    if (!ch) return -1;
     uroce::cm_event *u = nullptr;
     for (;;) {
         const verbs_error e = uroce::get_event(ch->uch, &u);

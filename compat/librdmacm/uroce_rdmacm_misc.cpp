@@ -114,9 +114,11 @@ const char *rdma_event_str(rdma_cm_event_type event) {
 }
 
 int rdma_set_option(rdma_cm_id *i, int level, int optname, void *optval, size_t optlen) {
+    id *w = live_id(i, __func__);
+    if (!w) return -1;
     if (level == RDMA_OPTION_ID && optname == RDMA_OPTION_ID_TOS && optlen == 1) {
         guard g;
-        reinterpret_cast<id *>(i)->uid->route.traffic_class = *static_cast<uint8_t *>(optval);
+        w->uid->route.traffic_class = *static_cast<uint8_t *>(optval);
         return 0;
     }
     /* Address reuse and v6-only binding: uroce's ports are its own, never
@@ -128,12 +130,14 @@ int rdma_set_option(rdma_cm_id *i, int level, int optname, void *optval, size_t 
 }
 
 uint16_t rdma_get_src_port(rdma_cm_id *i) {
+    if (!live_id(i, __func__)) return 0;
     const sockaddr *a = &i->route.addr.src_addr;
     return a->sa_family == AF_INET6 ? i->route.addr.src_sin6.sin6_port
                                     : i->route.addr.src_sin.sin_port;
 }
 
 uint16_t rdma_get_dst_port(rdma_cm_id *i) {
+    if (!live_id(i, __func__)) return 0;
     const sockaddr *a = &i->route.addr.dst_addr;
     return a->sa_family == AF_INET6 ? i->route.addr.dst_sin6.sin6_port
                                     : i->route.addr.dst_sin.sin_port;

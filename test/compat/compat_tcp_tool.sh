@@ -28,13 +28,16 @@ run() {
     local role=$1 lcore=$2 ip=$3 host=${4:-}
     LD_LIBRARY_PATH=$libdir UROCE_PROGRESS=$progress \
         UROCE_EAL="$eal -l $lcore --vdev net_memif0,role=$role,socket=$sock" UROCE_IP=$ip \
-        timeout 60 "$tool" "${args[@]}" -p "$port" $host >"$dir/$role.log" 2>&1
+        timeout 60 $linebuf "$tool" "${args[@]}" -p "$port" $host >"$dir/$role.log" 2>&1
 }
 args=("$@")
 # The server's name: for the TCP exchange the kernel's loopback; for the
 # rdma_cm (-R) uroce's own address on the memif link.
-host=127.0.0.1
-for a in "${args[@]}"; do [ "$a" = -R ] && host=10.78.0.1; done
+# With -R the client waits for the server's "Waiting for client" (printed
+# just before it listens; the client needs far longer to start its port),
+# so the server's stdout is line-buffered (a file's would hold it to exit).
+host=127.0.0.1 linebuf=
+for a in "${args[@]}"; do [ "$a" = -R ] && host=10.78.0.1 linebuf="stdbuf -oL"; done
 run server 0 10.78.0.1/24 &
 server=$!
 # The client connects once the server listens (on TCP; with -R on the

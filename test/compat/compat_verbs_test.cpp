@@ -1,0 +1,333 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * test/compat: verbs of compat's libibverbs.so.1 (and librdmacm.so.1) that
+ * the stock tools do not reach, through rdma-core's own headers, as an
+ * application compiled against them calls them.
+ *
+ * (the memif socket in a fresh directory under /tmp).
+ *
+ * ibv_create_cq_ex: two processes (fork) on a net_memif pair, one RC QP
+ * each; the client sends SENDs with immediate data and RDMA WRITEs with
+ * immediate, the server polls its receive CQ, an ibv_cq_ex, with
+ * ibv_start_poll / ibv_next_poll / ibv_end_poll and checks every read_*
+ * field against what was sent; the refused creations (timestamps, parent
+ * domain) fail with EOPNOTSUPP. librdmacm: a destroyed id and event
+ * channel are refused with EINVAL, not dereferenced.
+ */
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace {
+
+constexpr int n_msgs = 64;
+constexpr uint32_t msg_len = 100;
+int failures = 0;
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            std::fprintf(stderr, "%s:%d: CHECK failed: %s (errno %d)\n", __FILE__, __LINE__,       \
+                         #cond, errno);                                                            \
+            if (++failures > 10) _exit(1);                                                         \
+        }                                                                                          \
+    } while (0)
+
+struct endpoint {
+    uint32_t qpn;
+    uint32_t rkey;
+    uint64_t addr;
+    ibv_gid gid;
+};
+
+void set_env(const std::string &dir, bool server) {
+    const std::string eal = std::string("--no-huge -m 512 --no-pci --no-shconf "
+                                        "--log-level=lib.eal:error --log-level=pmd.net.memif:error "
+                                        "-l ") +
+                            (server ? "0" : "1") +
+                            " --vdev net_memif0,role=" + (server ? "server" : "client") +
+                            ",socket=" + dir + "/memif.sock";
+    setenv("UROCE_EAL", eal.c_str(), 1);
+    setenv("UROCE_IP", server ? "10.79.0.1/24" : "10.79.0.2/24", 1);
+}
+
+bool write_all(int fd, const void *p, size_t n) {
+    return write(fd, p, n) == ssize_t(n);
+}
+bool read_all(int fd, void *p, size_t n) {
+    size_t got = 0;
+    while (got < n) {
+        const ssize_t r = read(fd, static_cast<char *>(p) + got, n - got);
+        if (r <= 0) return false;
+        got += size_t(r);
+    }
+    return true;
+}
+
+bool to_init(ibv_qp *qp) {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_INIT;
+    a.port_num = 1;
+    a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+    return ibv_modify_qp(qp, &a,
+                         IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0;
+}
+
+bool connect_rc(ibv_qp *qp, const endpoint &peer) {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = IBV_MTU_1024;
+    a.dest_qp_num = peer.qpn;
+    a.rq_psn = 0;
+    a.max_dest_rd_atomic = 1;
+    a.min_rnr_timer = 12;
+    a.ah_attr.is_global = 1;
+    a.ah_attr.grh.dgid = peer.gid;
+    a.ah_attr.grh.sgid_index = 1;
+    a.ah_attr.grh.hop_limit = 64;
+    a.ah_attr.port_num = 1;
+    if (ibv_modify_qp(qp, &a,
+                      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                          IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+        return false;
+    a = {};
+    a.qp_state = IBV_QPS_RTS;
+    a.timeout = 14;
+    a.retry_cnt = 7;
+    a.rnr_retry = 7;
+    a.sq_psn = 0;
+    a.max_rd_atomic = 1;
+    return ibv_modify_qp(qp, &a,
+                         IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                             IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) == 0;
+}
+
+/* One side: server receives on an ibv_cq_ex, client sends. */
+int run_side(bool server, int to_peer, int from_peer) {
+    int n = 0;
+    ibv_device **list = ibv_get_device_list(&n);
+    if (!list || n < 1) return std::fprintf(stderr, "no device\n"), 1;
+    ibv_context *ctx = ibv_open_device(list[0]);
+    ibv_free_device_list(list);
+    if (!ctx) return std::fprintf(stderr, "ibv_open_device: errno %d\n", errno), 1;
+    ibv_pd *pd = ibv_alloc_pd(ctx);
+    static char buf[n_msgs * msg_len];
+    std::memset(buf, 0, sizeof(buf));
+    ibv_mr *mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    CHECK(pd && mr);
+
+    if (server) {
+        /* What the CQ cannot report is refused, as a device without it. */
+        ibv_cq_init_attr_ex bad{};
+        bad.cqe = 16;
+        bad.wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
+        errno = 0;
+        CHECK(ibv_create_cq_ex(ctx, &bad) == nullptr && errno == EOPNOTSUPP);
+        bad.wc_flags = IBV_WC_STANDARD_FLAGS;
+        bad.comp_mask = IBV_CQ_INIT_ATTR_MASK_PD;
+        bad.parent_domain = pd;
+        errno = 0;
+        CHECK(ibv_create_cq_ex(ctx, &bad) == nullptr && errno == EOPNOTSUPP);
+    }
+    ibv_cq_init_attr_ex ca{};
+    ca.cqe = 2 * n_msgs;
+    ca.wc_flags = IBV_WC_STANDARD_FLAGS;
+    ca.comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS;
+    ca.flags = IBV_CREATE_CQ_ATTR_SINGLE_THREADED;
+    ibv_cq_ex *cqx = ibv_create_cq_ex(ctx, &ca);
+    CHECK(cqx != nullptr);
+    if (!cqx) return 1;
+    ibv_cq *cq = ibv_cq_ex_to_cq(cqx);
+    CHECK(cq->cqe == 2 * n_msgs && cq->context == ctx);
+
+    ibv_qp_init_attr qa{};
+    qa.send_cq = cq;
+    qa.recv_cq = cq;
+    qa.qp_type = IBV_QPT_RC;
+    qa.cap.max_send_wr = 2 * n_msgs;
+    qa.cap.max_recv_wr = 2 * n_msgs;
+    qa.cap.max_send_sge = 1;
+    qa.cap.max_recv_sge = 1;
+    ibv_qp *qp = ibv_create_qp(pd, &qa);
+    CHECK(qp != nullptr);
+    if (!qp) return 1;
+
+    endpoint me{}, peer{};
+    me.qpn = qp->qp_num;
+    me.rkey = mr->rkey;
+    me.addr = reinterpret_cast<uintptr_t>(buf);
+    CHECK(ibv_query_gid(ctx, 1, 1, &me.gid) == 0);
+    CHECK(to_init(qp));
+    if (server) {
+        /* Receives first (a WRITE with immediate consumes one too). */
+        for (int i = 0; i < 2 * n_msgs; i++) {
+            ibv_sge s{reinterpret_cast<uintptr_t>(buf + (i % n_msgs) * msg_len), msg_len, mr->lkey};
+            ibv_recv_wr wr{};
+            ibv_recv_wr *badr = nullptr;
+            wr.wr_id = 1000 + uint64_t(i);
+            wr.sg_list = &s;
+            wr.num_sge = 1;
+            CHECK(ibv_post_recv(qp, &wr, &badr) == 0);
+        }
+    }
+    CHECK(write_all(to_peer, &me, sizeof(me)) && read_all(from_peer, &peer, sizeof(peer)));
+    CHECK(connect_rc(qp, peer));
+    char ready = 'r';
+    CHECK(write_all(to_peer, &ready, 1) && read_all(from_peer, &ready, 1));
+
+    if (!server) {
+        /* n SENDs with immediate i, then n WRITEs with immediate 0x10000 + i
+         * (of i + 1 bytes) to the server's buffer. */
+        for (int i = 0; i < 2 * n_msgs; i++) {
+            const bool write_imm = i >= n_msgs;
+            const int k = i % n_msgs;
+            std::memset(buf + k * msg_len, 'a' + k % 26, msg_len);
+            ibv_sge s{reinterpret_cast<uintptr_t>(buf + k * msg_len),
+                      write_imm ? uint32_t(k + 1) : msg_len, mr->lkey};
+            ibv_send_wr wr{};
+            ibv_send_wr *badw = nullptr;
+            wr.wr_id = uint64_t(i);
+            wr.sg_list = &s;
+            wr.num_sge = 1;
+            wr.opcode = write_imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_SEND_WITH_IMM;
+            wr.send_flags = IBV_SEND_SIGNALED;
+            wr.imm_data = htonl(write_imm ? 0x10000u + uint32_t(k) : uint32_t(k));
+            wr.wr.rdma.remote_addr = peer.addr + uint64_t(k) * msg_len;
+            wr.wr.rdma.rkey = peer.rkey;
+            CHECK(ibv_post_send(qp, &wr, &badw) == 0);
+            /* Each send completes before the next (the CQ is the client's
+             * only one, polled the ex way too). */
+            ibv_poll_cq_attr pa{};
+            int r;
+            while ((r = ibv_start_poll(cqx, &pa)) == ENOENT) {
+            }
+            CHECK(r == 0);
+            if (r == 0) {
+                if (cqx->status != IBV_WC_SUCCESS)
+                    std::fprintf(stderr, "client: completion %d: %s\n", i,
+                                 ibv_wc_status_str(cqx->status));
+                CHECK(cqx->status == IBV_WC_SUCCESS && cqx->wr_id == uint64_t(i));
+                CHECK(ibv_wc_read_opcode(cqx) == (write_imm ? IBV_WC_RDMA_WRITE : IBV_WC_SEND));
+                CHECK(ibv_next_poll(cqx) == ENOENT);
+                ibv_end_poll(cqx);
+            }
+        }
+    } else {
+        int got = 0;
+        ibv_poll_cq_attr pa{};
+        while (got < 2 * n_msgs) {
+            int r = ibv_start_poll(cqx, &pa);
+            if (r == ENOENT) continue;
+            CHECK(r == 0);
+            if (r) break;
+            do {
+                const bool write_imm = got >= n_msgs;
+                const int k = got % n_msgs;
+                if (cqx->status != IBV_WC_SUCCESS)
+                    std::fprintf(stderr, "server: completion %d: %s\n", got,
+                                 ibv_wc_status_str(cqx->status));
+                CHECK(cqx->status == IBV_WC_SUCCESS);
+                CHECK(cqx->wr_id == 1000 + uint64_t(got));
+                CHECK(ibv_wc_read_opcode(cqx) ==
+                      (write_imm ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV));
+                CHECK(ibv_wc_read_byte_len(cqx) == (write_imm ? uint32_t(k + 1) : msg_len));
+                CHECK(ibv_wc_read_wc_flags(cqx) & IBV_WC_WITH_IMM);
+                CHECK(ntohl(ibv_wc_read_imm_data(cqx)) ==
+                      (write_imm ? 0x10000u + uint32_t(k) : uint32_t(k)));
+                CHECK(ibv_wc_read_qp_num(cqx) == qp->qp_num);
+                CHECK(ibv_wc_read_vendor_err(cqx) == 0);
+                CHECK(ibv_wc_read_sl(cqx) == 0 && ibv_wc_read_slid(cqx) == 0);
+                CHECK(ibv_wc_read_dlid_path_bits(cqx) == 0);
+                got++;
+            } while (got < 2 * n_msgs && ibv_next_poll(cqx) == 0);
+            ibv_end_poll(cqx);
+        }
+        CHECK(got == 2 * n_msgs);
+        /* The data: the last SENDs and the WRITEs landed (each slot's first
+         * byte is its letter either way). */
+        for (int k = 0; k < n_msgs; k++)
+            CHECK(buf[k * msg_len] == char('a' + k % 26));
+    }
+    CHECK(write_all(to_peer, &ready, 1) && read_all(from_peer, &ready, 1));
+    CHECK(ibv_destroy_qp(qp) == 0);
+    CHECK(ibv_destroy_cq(cq) == 0);
+    CHECK(ibv_dereg_mr(mr) == 0);
+    CHECK(ibv_dealloc_pd(pd) == 0);
+    CHECK(ibv_close_device(ctx) == 0);
+    return failures ? 1 : 0;
+}
+
+/* librdmacm: a handle the application destroyed is refused (perftest
+ * 4.5-0.17 retries a REJECTED connection on its destroyed ids). The
+ * pointers are only passed, never dereferenced, by the library. */
+int stale_handles() {
+    rdma_event_channel *ch = rdma_create_event_channel();
+    CHECK(ch != nullptr);
+    if (!ch) return 1;
+    rdma_cm_id *id = nullptr;
+    CHECK(rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP) == 0);
+    rdma_cm_id *other = nullptr;
+    CHECK(rdma_create_id(ch, &other, nullptr, RDMA_PS_TCP) == 0);
+    CHECK(rdma_destroy_id(id) == 0);
+    sockaddr_in dst{};
+    dst.sin_family = AF_INET;
+    dst.sin_port = htons(18999);
+    inet_pton(AF_INET, "10.79.0.2", &dst.sin_addr);
+    errno = 0;
+    CHECK(rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr *>(&dst), 100) == -1 &&
+          errno == EINVAL);
+    errno = 0;
+    CHECK(rdma_destroy_id(id) == -1 && errno == EINVAL);
+    /* A pointer that never was an id. */
+    errno = 0;
+    CHECK(rdma_resolve_route(reinterpret_cast<rdma_cm_id *>(&dst), 100) == -1 && errno == EINVAL);
+    CHECK(rdma_destroy_id(other) == 0);
+    rdma_destroy_event_channel(ch);
+    rdma_cm_id *late = nullptr;
+    errno = 0;
+    CHECK(rdma_create_id(ch, &late, nullptr, RDMA_PS_TCP) == -1 && errno == EINVAL);
+    return failures ? 1 : 0;
+}
+
+} // namespace
+
+int main() {
+    /* Both processes end, whatever a failure leaves waiting. */
+    alarm(40);
+    char tmpl[] = "/tmp/uroce-compat-verbs-XXXXXX";
+    if (!mkdtemp(tmpl)) return 1;
+    const std::string dir = tmpl;
+    int s2c[2], c2s[2];
+    if (pipe(s2c) || pipe(c2s)) return 1;
+    const pid_t child = fork();
+    if (child == 0) {
+        set_env(dir, false);
+        /* The server's memif socket first. */
+        usleep(300 * 1000);
+        const int rc = run_side(false, c2s[1], s2c[0]);
+        _exit(rc);
+    }
+    set_env(dir, true);
+    /* librdmacm's context (kept to exit) starts the stack: one EAL per
+     * process, so this goes first, and run_side's context shares it. */
+    int rc = stale_handles();
+    if (run_side(true, s2c[1], c2s[0])) rc = 1;
+    int status = 0;
+    waitpid(child, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        std::fprintf(stderr, "client side failed (status %d)\n", status);
+        rc = 1;
+    }
+    unlink((dir + "/memif.sock").c_str());
+    rmdir(dir.c_str());
+    std::printf("%s\n", rc ? "FAIL" : "PASS");
+    return rc;
+}
