@@ -104,6 +104,18 @@ bool cm_conn::reject(cm_rej_reason reason, cm_private pd) {
     return true;
 }
 
+bool cm_conn::abandon() {
+    if (state_ != cm_state::req_sent && state_ != cm_state::mra_req_rcvd) return false;
+    uint8_t guid[8];
+    store_be64(guid, req_.local_ca_guid);
+    build_cm_rej(last_sent_, tid_, local_comm_id_, 0, cm_msg_ref::other, cm_rej_reason::timeout, {},
+                 {guid, sizeof(guid)});
+    send(cm_attr::rej);
+    state_ = cm_state::idle;
+    deadline_ = UINT64_MAX;
+    return true;
+}
+
 bool cm_conn::disconnect(uint64_t now_ns, cm_private pd) {
     switch (state_) {
     case cm_state::established:
@@ -267,6 +279,14 @@ void cm_conn::on_rej(const cm_mad_view &v, uint64_t now_ns) {
     case cm_state::mra_req_rcvd:
         rej_reason_ = r.reason();
         remote_comm_id_ = r.local_comm_id();
+        state_ = cm_state::idle;
+        deadline_ = UINT64_MAX;
+        owner_.event(*this, cm_conn_event::rejected);
+        return;
+    case cm_state::req_rcvd:
+        /* The active side gave up before we answered (cm.c cm_rej_handler:
+         * REJ in REQ_RCVD, its REQ timed out or its id was destroyed). */
+        rej_reason_ = r.reason();
         state_ = cm_state::idle;
         deadline_ = UINT64_MAX;
         owner_.event(*this, cm_conn_event::rejected);

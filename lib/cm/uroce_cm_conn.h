@@ -109,6 +109,12 @@ class cm_conn {
     bool accept(const cm_rep_params &p, uint64_t now_ns);
     bool reject(cm_rej_reason reason, cm_private pd = {});
     bool disconnect(uint64_t now_ns, cm_private pd = {});
+    /* Active side, our REQ not answered yet (REQ_SENT, MRA_REQ_RCVD) and
+     * the user gives up (cm.c cm_destroy_id): REJ reason timeout, with no
+     * remote comm ID (we have none) and our CA GUID as its ARI, the pair
+     * the passive side finds its half-open connection by (cm.c
+     * cm_acquire_rejected_id); IDLE. */
+    bool abandon();
 
     /* ---- the owner hands over every MAD for this connection (already
      * accepted by parse_cm_mad and matched by comm ID), and the time. */

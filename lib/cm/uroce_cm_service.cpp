@@ -140,6 +140,12 @@ void cm_service::poll_ids(uint64_t now_ns) {
             break;
         }
         case cm_id_state::req_wait_mac: {
+            /* The peer gave up on its REQ (REJ timeout) before we showed it:
+             * forget it without a word. */
+            if (id->conn && id->conn->state() == cm_state::idle) {
+                destroy_id(id);
+                break;
+            }
             std::optional<neigh_entry_view> e = nb().lookup(id->route.dgid);
             if (mac_usable(e)) {
                 e->mac.copy_to(id->route.dmac);
@@ -275,6 +281,8 @@ void cm_service::event(cm_conn &c, cm_conn_event e) {
             queue(id, cm_event_type::established, 0);
         return;
     case cm_conn_event::rejected:
+        /* A request not shown to the user yet: poll_ids forgets it. */
+        if (id->state == cm_id_state::req_wait_mac) return;
         id->state = cm_id_state::done;
         queue(id, cm_event_type::rejected, c.last_rej_reason(), c.last_private(),
               c.last_private_len());

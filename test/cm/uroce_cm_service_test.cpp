@@ -5,7 +5,8 @@
  * middle of a transfer (both QPs flush); a REQ to a closed port is REJECTED
  * ("connection refused"); a REQ whose rdma_cm IP header is not for the
  * listener's address is refused; a peer that vanishes mid-handshake ends in
- * UNREACHABLE after the retries, on either side; a lost REP costs a retry,
+ * UNREACHABLE after the retries, on either side; an active id destroyed
+ * before its REQ is answered rejects it at the peer (REJ timeout); a lost REP costs a retry,
  * not the connection; 1000 connections in sequence and 100 at once. Against
  * a real rxe (test/golden/rping_rdmacm.pcap, 10.77.0.12 -> 10.77.0.11, the
  * fixture's addresses): its REQ, injected, is a CONNECT_REQUEST with rping's
@@ -359,6 +360,32 @@ TEST_F(cm_service_t, peer_vanishing_before_rep_is_unreachable_after_the_retries)
     EXPECT_EQ(c.retries, 3u);
     EXPECT_EQ(c.timeouts, 1u);
     destroy(act);
+}
+
+/* rdma_destroy_id on an id whose REQ is unanswered: REJ timeout (cm.c
+ * cm_destroy_id), and the passive side's request, not answered by its user
+ * yet, ends in REJECTED (status 4, timeout), as Linux reports it. */
+TEST_F(cm_service_t, destroying_an_unanswered_connect_rejects_it_at_the_peer) {
+    start();
+    listen_b();
+    cm_id *act = resolve_a();
+    cm_conn_param cp;
+    ASSERT_EQ(connect(act, &cp), verbs_error::ok);
+    cm_id *pas = nullptr;
+    ASSERT_TRUE(expect_event(b, cm_event_type::connect_request, nullptr, &pas));
+    destroy(act);
+    int status = 0;
+    cm_id *got = nullptr;
+    ASSERT_TRUE(expect_event(b, cm_event_type::rejected, nullptr, &got, &status));
+    EXPECT_EQ(got, pas);
+    EXPECT_EQ(status, int(cm_rej_reason::timeout));
+    EXPECT_EQ(cm_counters(a.cm).rej_tx, 1u);
+    EXPECT_EQ(cm_counters(b.cm).rej_rx, 1u);
+    const cm_conn_param none;
+    EXPECT_NE(accept(pas, &none), verbs_error::ok) << "nothing left to accept";
+    destroy(pas);
+    EXPECT_TRUE(
+        run_until([&] { return cm_connection_count(a.cm) + cm_connection_count(b.cm) == 0; }));
 }
 
 TEST_F(cm_service_t, active_vanishing_after_rep_is_unreachable_on_the_passive_side) {
