@@ -20,6 +20,7 @@ class cm_agent::relay final : public cm_conn_owner {
     relay(cm_agent &agent, const cm_peer &peer) : agent_(agent), peer_(peer) {}
     void send_mad(cm_conn &, const uint8_t *mad) override { agent_.ep_.send_mad(peer_, mad); }
     bool qp_to_rts(cm_conn &c, const cm_rep &rep) override { return agent_.ep_.qp_to_rts(c, rep); }
+    bool user_moves_qp(cm_conn &c) override { return agent_.ep_.user_moves_qp(c); }
     void qp_established(cm_conn &c) override { agent_.ep_.qp_established(c); }
     void qp_to_error(cm_conn &c) override { agent_.ep_.qp_to_error(c); }
     void event(cm_conn &c, cm_conn_event e) override { agent_.ep_.event(c, e); }
@@ -110,6 +111,7 @@ void cm_agent::destroy(cm_conn *c, uint64_t now_ns) {
         c->abandon();
         break;
     case cm_state::req_rcvd:
+    case cm_state::rep_rcvd:
         c->reject(cm_rej_reason::consumer_defined);
         break;
     case cm_state::established:

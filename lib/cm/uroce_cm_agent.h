@@ -80,6 +80,10 @@ class cm_agent {
         virtual ~endpoint() = default;
         virtual void send_mad(const cm_peer &to, const uint8_t *mad) = 0;
         virtual bool qp_to_rts(cm_conn &c, const cm_rep &rep) = 0;
+        virtual bool user_moves_qp(cm_conn &c) {
+            (void)c;
+            return false;
+        }
         virtual void qp_established(cm_conn &c) = 0;
         virtual void qp_to_error(cm_conn &c) = 0;
         /* Every connection event (the rdma_cm layer's input). On
