@@ -234,7 +234,7 @@ std::string endpoint::post_one(size_t qi, uint64_t size, bool signaled, uint64_t
         if (p_.conn == qp_type::ud) {
             wr.wr.ud.ah = ahs_[qi];
             wr.wr.ud.remote_qpn = remote_[qi].qpn;
-            wr.wr.ud.remote_qkey = ud_qkey;
+            wr.wr.ud.remote_qkey = remote_qkey_;
         }
         break;
     case verb::write:
