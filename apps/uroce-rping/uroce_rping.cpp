@@ -847,6 +847,9 @@ int main(int argc, char **argv) {
     using namespace uroce::app;
     options o;
     if (int rc = parse_args(argc, argv, o); rc >= 0) return rc;
+    /* one line at a time: stderr's DISCONNECT line never lands inside a
+     * ping line of a log that holds both */
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);
     std::string err;
     auto eal = start_eal(o.eal_args, o.stack.shards, memory_mb, err);
     if (!eal) {
