@@ -97,22 +97,14 @@ std::string endpoint::create() {
         qp *q = create_qp(pd_, qp_attrs(), &err);
         if (!q) return std::string("create_qp: ") + verbs_error_str(err);
         qps_.push_back(q);
-        qp_attr at;
-        at.qp_state = qp_state::init;
-        at.port_num = 1;
-        unsigned mask = qp_attr_state | qp_attr_pkey_index | qp_attr_port;
-        if (p_.conn == qp_type::ud) {
-            /* ctx_modify_qp_to_init: UD gets the Q_Key, no access flags */
-            at.qkey = ud_qkey;
-            mask |= qp_attr_qkey;
-        } else {
-            /* UC carries no READ or atomic */
-            at.qp_access_flags = p_.conn == qp_type::uc ? unsigned(access_remote_write)
-                                                        : access_remote_write | access_remote_read |
-                                                              access_remote_atomic;
-            mask |= qp_attr_access_flags;
-        }
-        if (verbs_error e = modify_qp(q, at, mask); e != verbs_error::ok)
+        /* ctx_modify_qp_to_init: UD gets the Q_Key, no access flags; UC
+         * carries no READ or atomic */
+        qp_connect_attr a;
+        a.qkey = ud_qkey;
+        a.access = p_.conn == qp_type::uc
+                       ? unsigned(access_remote_write)
+                       : access_remote_write | access_remote_read | access_remote_atomic;
+        if (verbs_error e = modify_qp_to_init(q, a); e != verbs_error::ok)
             return std::string("modify QP to INIT: ") + verbs_error_str(e);
         psn_.push_back(uint32_t(lrand48() & 0xffffff));
     }
@@ -151,51 +143,37 @@ std::string endpoint::connect(const std::vector<oob::perftest::key> &remote,
         return "the peer has " + std::to_string(remote.size()) + " QPs, we have " +
                std::to_string(qps_.size());
     remote_ = remote;
-    const bool rc = p_.conn == qp_type::rc, ud = p_.conn == qp_type::ud;
+    const bool ud = p_.conn == qp_type::ud;
     for (size_t i = 0; i < qps_.size(); i++) {
         /* ctx_connect / ctx_modify_qp_to_rtr in perftest_resources.c: UC
          * and UD leave out what only RC has, UD the path (its AH has it). */
-        qp_attr at;
-        at.qp_state = qp_state::rtr;
-        at.ah_attr.grh.dgid = gid{remote[i].gid};
-        at.ah_attr.grh.sgid_index = uint8_t(sgid_index);
+        qp_connect_attr a;
+        a.ah_attr.grh.dgid = gid{remote[i].gid};
+        a.ah_attr.grh.sgid_index = uint8_t(sgid_index);
         /* perftest asks for 0xff; for RoCE the kernel uses the route's hop
          * limit instead (64 from rxe): keep the default, 64 */
-        peer_mac.copy_to(at.ah_attr.dmac);
-        unsigned mask = qp_attr_state;
+        peer_mac.copy_to(a.ah_attr.dmac);
         if (ud) {
             verbs_error err;
-            ah *a = create_ah(pd_, at.ah_attr, &err);
-            if (!a) return std::string("create_ah: ") + verbs_error_str(err);
-            ahs_.push_back(a);
-        } else {
-            at.path_mtu = p_.path_mtu;
-            at.dest_qp_num = remote[i].qpn;
-            at.rq_psn = remote[i].psn;
-            mask |= qp_attr_av | qp_attr_path_mtu | qp_attr_dest_qpn | qp_attr_rq_psn;
+            ah *h = create_ah(pd_, a.ah_attr, &err);
+            if (!h) return std::string("create_ah: ") + verbs_error_str(err);
+            ahs_.push_back(h);
         }
-        if (rc) {
-            at.max_dest_rd_atomic = p_.out_reads;
-            at.min_rnr_timer = 12;
-            mask |= qp_attr_max_dest_rd_atomic | qp_attr_min_rnr_timer;
-        }
-        if (verbs_error e = modify_qp(qps_[i], at, mask); e != verbs_error::ok)
-            return std::string("modify QP to RTR: ") + verbs_error_str(e);
-        at = qp_attr{};
-        at.qp_state = qp_state::rts;
-        at.sq_psn = psn_[i];
-        mask = qp_attr_state | qp_attr_sq_psn;
-        if (rc) {
-            at.timeout = 14;
-            at.retry_cnt = 7;
-            at.rnr_retry = 7;
-            at.max_rd_atomic = uint8_t(
-                std::min<unsigned>(remote[i].out_reads ? remote[i].out_reads : 1, p_.out_reads));
-            mask |=
-                qp_attr_timeout | qp_attr_retry_cnt | qp_attr_rnr_retry | qp_attr_max_qp_rd_atomic;
-        }
-        if (verbs_error e = modify_qp(qps_[i], at, mask); e != verbs_error::ok)
-            return std::string("modify QP to RTS: ") + verbs_error_str(e);
+        a.path_mtu = p_.path_mtu;
+        a.dest_qp_num = remote[i].qpn;
+        a.rq_psn = remote[i].psn;
+        a.sq_psn = psn_[i];
+        a.max_dest_rd_atomic = p_.out_reads;
+        a.min_rnr_timer = 12;
+        a.timeout = 14;
+        a.retry_cnt = 7;
+        a.rnr_retry = 7;
+        a.max_rd_atomic = uint8_t(
+            std::min<unsigned>(remote[i].out_reads ? remote[i].out_reads : 1, p_.out_reads));
+        /* ctx_connect: connect_qp gives each type what it takes (UC and UD
+         * leave out what only RC has, UD the path: its AH has it) */
+        if (verbs_error e = connect_qp(qps_[i], a); e != verbs_error::ok)
+            return std::string("modify QP to RTR and RTS: ") + verbs_error_str(e);
     }
     return {};
 }
@@ -234,7 +212,7 @@ std::string endpoint::post_one(size_t qi, uint64_t size, bool signaled, uint64_t
         if (p_.conn == qp_type::ud) {
             wr.wr.ud.ah = ahs_[qi];
             wr.wr.ud.remote_qpn = remote_[qi].qpn;
-            wr.wr.ud.remote_qkey = ud_qkey;
+            wr.wr.ud.remote_qkey = remote_qkey_;
         }
         break;
     case verb::write:

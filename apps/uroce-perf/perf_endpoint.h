@@ -77,8 +77,15 @@ class endpoint {
      * and is adopted: destroy_qp on the cm_id ends it, before the endpoint goes. */
     std::string create_resources();
     qp_init_attr qp_attrs() const;
+    const perf_params &params() const { return p_; }
     uroce::pd *protection_domain() const { return pd_; }
     void adopt_qp(qp *q);
+    /* -R on UD: the peer of the QP adopted last, as SIDR gave it: an
+     * address handle (the endpoint destroys it) and rdma_cm's Q_Key. */
+    void adopt_ud_peer(ah *a, uint32_t qkey) {
+        ahs_.push_back(a);
+        remote_qkey_ = qkey;
+    }
     /* -R: the peer's buffers (its keys); the QPs are connected already. */
     void set_remote(const std::vector<oob::perftest::key> &remote) { remote_ = remote; }
     /* This side's KEY for each QP (GID of the family of peer_family). */
@@ -148,6 +155,8 @@ class endpoint {
     std::vector<uint32_t> recv_posted_;
     std::vector<ah *> ahs_;     /* UD: one address handle per QP, as perftest */
     uint64_t lat_answered_ = 0; /* lat_respond: answers sent at this size */
+
+    uint32_t remote_qkey_ = ud_qkey; /* UD: the peer's (-R: RDMA_UDP_QKEY from SIDR) */
 };
 
 /* perftest's tables. */

@@ -74,9 +74,9 @@ bool wait_established(cm_events &ev, cm_id *id, clock::time_point deadline, cm_e
 }
 
 /* Bind a new id to port (any address of the family). */
-std::string bind_any(cm_events &ev, cm_id **id, int family, uint16_t port) {
-    if (verbs_error e = create_id(ev.channel(), id, nullptr, rdma_port_space::tcp);
-        e != verbs_error::ok)
+std::string bind_any(cm_events &ev, cm_id **id, int family, uint16_t port,
+                     rdma_port_space ps = rdma_port_space::tcp) {
+    if (verbs_error e = create_id(ev.channel(), id, nullptr, ps); e != verbs_error::ok)
         return verr("rdma_create_id", e);
     sockaddr_storage any{};
     if (family == AF_INET6) {
@@ -94,8 +94,9 @@ std::string bind_any(cm_events &ev, cm_id **id, int family, uint16_t port) {
 }
 
 /* Listen on port (any address of the family) with backlog. */
-std::string listen_on(cm_events &ev, cm_id **id, int family, uint16_t port, int backlog) {
-    if (std::string e = bind_any(ev, id, family, port); !e.empty()) return e;
+std::string listen_on(cm_events &ev, cm_id **id, int family, uint16_t port, int backlog,
+                      rdma_port_space ps = rdma_port_space::tcp) {
+    if (std::string e = bind_any(ev, id, family, port, ps); !e.empty()) return e;
     if (verbs_error e = listen(*id, backlog); e != verbs_error::ok) return verr("rdma_listen", e);
     return {};
 }
@@ -153,6 +154,9 @@ bool cm_events::next(cm_event_info &ev, clock::time_point deadline) {
             ev.status = e->status;
             ev.responder_resources = e->conn.responder_resources;
             ev.initiator_depth = e->conn.initiator_depth;
+            ev.ud_qpn = e->ud.qp_num;
+            ev.ud_qkey = e->ud.qkey;
+            ev.ud_ah = e->ud.ah_attr;
             ack_event(e);
             note(ev);
             return true;
@@ -219,6 +223,7 @@ void control_channel::release_qp() {
 control_channel::~control_channel() {
     release_qp();
     if (listener_) destroy_id(listener_);
+    if (ud_listener_) destroy_id(ud_listener_);
 }
 
 std::unique_ptr<control_channel> control_channel::connect(app::stack &st, cm_service *cm,
@@ -272,13 +277,17 @@ std::unique_ptr<control_channel> control_channel::connect(app::stack &st, cm_ser
 std::unique_ptr<control_channel> control_channel::accept(app::stack &st, cm_service *cm, int family,
                                                          uint16_t port,
                                                          const std::function<void()> &listening,
-                                                         std::string &err) {
+                                                         std::string &err, bool ud_data) {
     std::unique_ptr<control_channel> c(new control_channel(st, cm));
     if (!c->events_.ok()) {
         err = "rdma_create_event_channel failed";
         return nullptr;
     }
     if (err = listen_on(c->events_, &c->listener_, family, port, 1); !err.empty()) return nullptr;
+    if (ud_data &&
+        !(err = listen_on(c->events_, &c->ud_listener_, family, port, 0, rdma_port_space::udp))
+             .empty())
+        return nullptr;
     if (listening) listening();
     cm_event_info req;
     for (;;) {
@@ -399,6 +408,76 @@ data_connections::~data_connections() {
         if (id->qp) destroy_qp(id);
         destroy_id(id);
     }
+    if (hello_mr_) dereg_mr(hello_mr_);
+}
+
+std::string data_connections::ud_hello_buffer(endpoint &ep) {
+    if (hello_mr_) return {};
+    hello_.assign(64, 0); /* 40 bytes of GRH and the 4-byte message */
+    verbs_error e = verbs_error::ok;
+    hello_mr_ =
+        reg_mr(ep.protection_domain(), hello_.data(), hello_.size(), access_local_write, &e);
+    return hello_mr_ ? std::string{} : verr("reg_mr", e);
+}
+
+/* Client: 4 bytes WITH_IMM, the immediate our QPN, and its completion. */
+std::string data_connections::send_ud_hello(cm_id *id, endpoint &ep, const cm_event_info &est,
+                                            ah *a, milliseconds timeout) {
+    if (std::string e = ud_hello_buffer(ep); !e.empty()) return e;
+    sge s{uint64_t(uintptr_t(hello_.data())), 4, mr_lkey(hello_mr_)};
+    send_wr wr;
+    wr.wr_id = 0;
+    wr.sg_list = &s;
+    wr.num_sge = 1;
+    wr.opcode = wr_opcode::send_with_imm;
+    wr.send_flags = send_signaled;
+    wr.imm_data = htonl(qp_num(id->qp));
+    wr.wr.ud.ah = a;
+    wr.wr.ud.remote_qpn = est.ud_qpn;
+    wr.wr.ud.remote_qkey = est.ud_qkey;
+    send_wr *bad;
+    if (verbs_error e = post_send(id->qp, &wr, &bad); e != verbs_error::ok)
+        return verr("post_send (UD connection parameters)", e);
+    const auto deadline = clock::now() + timeout;
+    for (;;) {
+        wc w;
+        if (poll_cq(ep.qp_attrs().send_cq, 1, &w) == 1)
+            return w.status == wc_status::success
+                       ? std::string{}
+                       : std::string("the UD connection parameters' SEND failed: ") +
+                             wc_status_str(w.status);
+        if (app::stop_requested.load() || clock::now() > deadline)
+            return "the UD connection parameters' SEND never completed";
+        st_.poll();
+    }
+}
+
+/* Server: a receive for the client's 4 bytes, before the accept. */
+std::string data_connections::post_ud_hello_recv(cm_id *id) {
+    sge s{uint64_t(uintptr_t(hello_.data())), uint32_t(hello_.size()), mr_lkey(hello_mr_)};
+    recv_wr wr;
+    wr.wr_id = 0;
+    wr.sg_list = &s;
+    wr.num_sge = 1;
+    recv_wr *bad;
+    if (verbs_error e = post_recv(id->qp, &wr, &bad); e != verbs_error::ok)
+        return verr("post_recv (UD connection parameters)", e);
+    return {};
+}
+
+std::string data_connections::wait_ud_hello(endpoint &ep, milliseconds timeout) {
+    const auto deadline = clock::now() + timeout;
+    for (;;) {
+        wc w;
+        if (poll_cq(ep.qp_attrs().recv_cq, 1, &w) == 1)
+            return w.status == wc_status::success && w.opcode == wc_opcode::recv
+                       ? std::string{}
+                       : std::string("no UD connection parameters from the client: ") +
+                             wc_status_str(w.status);
+        if (app::stop_requested.load() || clock::now() > deadline)
+            return "no UD connection parameters from the client";
+        st_.poll();
+    }
 }
 
 std::string data_connections::connect(const sockaddr *dst, endpoint &ep, int num_qps,
@@ -412,9 +491,11 @@ std::string data_connections::connect(const sockaddr *dst, endpoint &ep, int num
                                  : rejected + ", retried every 100 ms for " +
                                        std::to_string(timeout.count() / 1000) + " s");
     };
+    const bool ud = ep.qp_attrs().qp_type == qp_type::ud;
     for (int i = 0; i < num_qps;) {
         cm_id *id = nullptr;
-        if (verbs_error e = create_id(events_.channel(), &id, nullptr, rdma_port_space::tcp);
+        if (verbs_error e = create_id(events_.channel(), &id, nullptr,
+                                      ud ? rdma_port_space::udp : rdma_port_space::tcp);
             e != verbs_error::ok)
             return verr("rdma_create_id", e);
         if (std::string err = resolve(events_, id, dst, deadline); !err.empty()) {
@@ -437,15 +518,24 @@ std::string data_connections::connect(const sockaddr *dst, endpoint &ep, int num
             ep.adopt_qp(id->qp);
             ids_.push_back(id);
             ++i;
+            if (!ud) continue;
+            verbs_error ae = verbs_error::ok;
+            ah *a = create_ah(ep.protection_domain(), last.ud_ah, &ae);
+            if (!a) return verr("create_ah (SIDR's path)", ae);
+            ep.adopt_ud_peer(a, last.ud_qkey);
+            if (ep.params().kind == test_kind::lat)
+                if (std::string e = send_ud_hello(id, ep, last, a, timeout); !e.empty()) return e;
             continue;
         }
         destroy_qp(id);
         destroy_id(id);
         /* rdma_cm_client_connection retries: the server listens only after
-         * the hand shake that preceded our REQ. */
-        if (last.type == cm_event_type::rejected) rejected = err;
-        if (last.type != cm_event_type::rejected || clock::now() + reject_retry > deadline)
-            return give_up(i, err);
+         * the hand shake that preceded our REQ (a SIDR_REP refusing the
+         * service is UNREACHABLE with its status). */
+        const bool refused = last.type == cm_event_type::rejected ||
+                             (ud && last.type == cm_event_type::unreachable && last.status > 0);
+        if (refused) rejected = err;
+        if (!refused || clock::now() + reject_retry > deadline) return give_up(i, err);
         pause(st_, reject_retry);
     }
     return {};
@@ -453,7 +543,8 @@ std::string data_connections::connect(const sockaddr *dst, endpoint &ep, int num
 
 std::string data_connections::accept(control_channel &control, endpoint &ep, int num_qps,
                                      const cm_conn_param &param, milliseconds timeout) {
-    cm_id *listener = control.take_listener();
+    const bool ud = ep.qp_attrs().qp_type == qp_type::ud;
+    cm_id *listener = ud ? control.take_ud_listener() : control.take_listener();
     if (!listener) return "no listener for the data connections";
     ev_ = &control.events();
     const auto deadline = clock::now() + timeout;
@@ -473,6 +564,16 @@ std::string data_connections::accept(control_channel &control, endpoint &ep, int
             err = verr("rdma_create_qp", r);
             break;
         }
+        const bool hello = ud && ep.params().kind == test_kind::lat;
+        if (hello) {
+            if (err = ud_hello_buffer(ep); err.empty()) err = post_ud_hello_recv(e.id);
+            if (!err.empty()) {
+                (void)reject(e.id, nullptr, 0);
+                destroy_qp(e.id);
+                destroy_id(e.id);
+                break;
+            }
+        }
         if (verbs_error r = uroce::accept(e.id, &param); r != verbs_error::ok) {
             destroy_qp(e.id);
             destroy_id(e.id);
@@ -481,6 +582,18 @@ std::string data_connections::accept(control_channel &control, endpoint &ep, int
         }
         ep.adopt_qp(e.id->qp);
         ids_.push_back(e.id);
+        if (ud) {
+            /* the answers go back along the request's path, to the QPN the
+             * hello names (the same as the exchange's) */
+            verbs_error ae = verbs_error::ok;
+            ah *a = create_ah(ep.protection_domain(), e.ud_ah, &ae);
+            if (!a) {
+                err = verr("create_ah (the request's path)", ae);
+                break;
+            }
+            ep.adopt_ud_peer(a, rdma_udp_qkey);
+            if (hello && !(err = wait_ud_hello(ep, timeout)).empty()) break;
+        }
     }
     destroy_id(listener); /* rdma_cm_server_connection: the listener goes */
     return err;
@@ -489,6 +602,8 @@ std::string data_connections::accept(control_channel &control, endpoint &ep, int
 std::string data_connections::disconnect(milliseconds timeout) {
     for (cm_id *id : ids_)
         (void)uroce::disconnect(id);
+    /* UD ids have no connection to release: no DREQ, no DISCONNECTED */
+    if (!ids_.empty() && ids_[0]->qp_type == qp_type::ud) return {};
     const auto deadline = clock::now() + timeout;
     auto all = [&] {
         return std::all_of(ids_.begin(), ids_.end(),

@@ -15,6 +15,14 @@
  *    are QPs (data_connections).
  *  - the end: each side disconnects every data connection and waits for
  *    their DISCONNECTED; the control connection goes last.
+ *  - UD data QPs (-c UD -R): ids of the UDP port space on the same port,
+ *    connected through SIDR (a SIDR_REQ; the server's accept answers with
+ *    its QPN and rdma_cm's Q_Key 0x01234567, which the data SENDs then
+ *    carry); the server listens for them next to the control listener.
+ *    Latency tests need the server to know the client's QPN: the client
+ *    SENDs 4 bytes WITH_IMM (the immediate: its QPN) once ESTABLISHED, and
+ *    the server receives it before going on (perftest's
+ *    rdma_cm_send_ud_connection_parameters / ..._initialize_...).
  *
  * Everything here runs in the stack's thread: each wait polls the stack.
  */
@@ -45,6 +53,10 @@ struct cm_event_info {
     cm_id *id = nullptr;
     int status = 0;
     uint8_t responder_resources = 0, initiator_depth = 0;
+    /* UD (SIDR): the peer's QPN, Q_Key and path (ESTABLISHED), or the
+     * requester's path (CONNECT_REQUEST) */
+    uint32_t ud_qpn = 0, ud_qkey = 0;
+    ah_attr ud_ah;
 };
 
 /* The events of one channel, waited for while the stack is polled. */
@@ -86,7 +98,7 @@ class control_channel : public oob::perftest::message_channel {
     static std::unique_ptr<control_channel> accept(app::stack &st, cm_service *cm, int family,
                                                    uint16_t port,
                                                    const std::function<void()> &listening,
-                                                   std::string &err);
+                                                   std::string &err, bool ud_data = false);
     ~control_channel() override;
 
     oob::result<void> send(std::span<const uint8_t> msg, milliseconds timeout,
@@ -100,6 +112,9 @@ class control_channel : public oob::perftest::message_channel {
     const cm_route &route() const { return id_->route; }
     /* The server's listener (accept()), and the channel of its events. */
     cm_id *take_listener() { return std::exchange(listener_, nullptr); }
+    /* ud_data: the listener of the UDP port space, up with the control one
+     * (a SIDR_REQ before it would be refused). */
+    cm_id *take_ud_listener() { return std::exchange(ud_listener_, nullptr); }
     cm_events &events() { return events_; }
 
   private:
@@ -112,7 +127,8 @@ class control_channel : public oob::perftest::message_channel {
     app::stack &st_;
     cm_events events_;
     cm_id *id_ = nullptr;
-    cm_id *listener_ = nullptr; /* server */
+    cm_id *listener_ = nullptr;    /* server */
+    cm_id *ud_listener_ = nullptr; /* server, UD data QPs */
     pd *pd_ = nullptr;
     cq *send_cq_ = nullptr, *recv_cq_ = nullptr;
     mr *mr_ = nullptr;
@@ -142,10 +158,18 @@ class data_connections {
     std::string disconnect(milliseconds timeout);
 
   private:
+    /* UD latency tests: the client's QPN to the server (see the top). */
+    std::string ud_hello_buffer(endpoint &ep);
+    std::string send_ud_hello(cm_id *id, endpoint &ep, const cm_event_info &est, ah *a,
+                              milliseconds timeout);
+    std::string post_ud_hello_recv(cm_id *id);
+    std::string wait_ud_hello(endpoint &ep, milliseconds timeout);
     app::stack &st_;
     cm_events events_;
     cm_events *ev_ = &events_; /* accept(): the control connection's channel */
     std::vector<cm_id *> ids_;
+    std::vector<uint8_t> hello_;
+    mr *hello_mr_ = nullptr;
 };
 
 /* A sockaddr for host:port (IPv4 or IPv6 literal, or a name). */

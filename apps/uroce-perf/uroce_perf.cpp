@@ -244,9 +244,9 @@ int parse_args(int argc, char **argv, options &o) {
             return cl.usage_error("-c UC runs SEND and WRITE tests only");
         if (o.p.conn == qp_type::ud && v != verb::send)
             return cl.usage_error("-c UD runs SEND tests only");
-        /* perftest: "UC is not supported in librdmacm"; UD through rdma_cm
-         * (SIDR) is not in uroce-perf yet */
-        if (o.rdma_cm) return cl.usage_error("-R runs RC only (no -c " + std::string(conn) + ")");
+        /* perftest: "UC is not supported in librdmacm"; UD goes through SIDR */
+        if (o.rdma_cm && o.p.conn == qp_type::uc)
+            return cl.usage_error("-R runs RC and UD only (no -c UC)");
     }
     if (o.rdma_cm && o.loopback) return cl.usage_error("-R is for runs against a peer");
     o.inline_given = inline_size.has_value();
@@ -811,7 +811,8 @@ int run_remote(options &o) {
                 ? control_channel::connect(*st, cm.get(),
                                            reinterpret_cast<sockaddr *>(&server_addr),
                                            std::chrono::seconds(o.timeout_s), e)
-                : control_channel::accept(*st, cm.get(), family, o.tcp_port, waiting_banner, e);
+                : control_channel::accept(*st, cm.get(), family, o.tcp_port, waiting_banner, e,
+                                          p.conn == qp_type::ud);
         if (!ch) return e;
         control_channel &control = *ch;
         control_ = &control;

@@ -292,19 +292,11 @@ class pingpong {
             qp *q = create_qp(pd_, ia, &err);
             if (!q) return fail(std::string("create_qp: ") + verbs_error_str(err));
             qps_.push_back(q);
-            qp_attr at;
-            at.qp_state = qp_state::init;
-            at.pkey_index = 0;
-            at.port_num = 1;
-            unsigned mask = qp_attr_state | qp_attr_pkey_index | qp_attr_port;
-            if (o_.ud) {
-                at.qkey = ud_qkey;
-                mask |= qp_attr_qkey;
-            } else {
-                at.qp_access_flags = 0;
-                mask |= qp_attr_access_flags;
-            }
-            if (verbs_error e = modify_qp(q, at, mask); e != verbs_error::ok)
+            /* pp_init_ctx: no remote access; UD gets the tool's Q_Key */
+            qp_connect_attr a;
+            a.access = 0;
+            a.qkey = ud_qkey;
+            if (verbs_error e = modify_qp_to_init(q, a); e != verbs_error::ok)
                 return fail(std::string("modify QP to INIT: ") + verbs_error_str(e));
         }
         if (o_.validate && !o_.server.empty())
@@ -366,38 +358,23 @@ class pingpong {
             if (!ah_) return std::string("create_ah: ") + verbs_error_str(err);
         }
         for (size_t i = 0; i < qps_.size(); i++) {
-            qp_attr at;
-            at.qp_state = qp_state::rtr;
-            unsigned mask = qp_attr_state;
-            if (!o_.ud) {
-                at.path_mtu = o_.path_mtu;
-                at.dest_qp_num = remote[i].qpn;
-                at.rq_psn = remote[i].psn;
-                at.ah_attr = ah;
-                mask |= qp_attr_av | qp_attr_path_mtu | qp_attr_dest_qpn | qp_attr_rq_psn;
-            }
-            if (type() == qp_type::rc) {
-                at.max_dest_rd_atomic = 1;
-                at.min_rnr_timer = 12;
-                mask |= qp_attr_max_dest_rd_atomic | qp_attr_min_rnr_timer;
-            }
-            if (verbs_error e = modify_qp(qps_[i], at, mask); e != verbs_error::ok)
-                return std::string("modify QP to RTR: ") + verbs_error_str(e);
-            at = qp_attr{};
-            at.qp_state = qp_state::rts;
-            at.sq_psn = local[i].psn;
-            mask = qp_attr_state | qp_attr_sq_psn;
-            /* uc_pingpong moves to RTS with the PSN alone. */
-            if (type() == qp_type::rc) {
-                at.timeout = 14;
-                at.retry_cnt = 7;
-                at.rnr_retry = 7;
-                at.max_rd_atomic = 1;
-                mask |= qp_attr_timeout | qp_attr_retry_cnt | qp_attr_rnr_retry |
-                        qp_attr_max_qp_rd_atomic;
-            }
-            if (verbs_error e = modify_qp(qps_[i], at, mask); e != verbs_error::ok)
-                return std::string("modify QP to RTS: ") + verbs_error_str(e);
+            /* pp_connect_ctx's attributes; connect_qp takes what the QP's
+             * type takes (UD: the states and PSN; UC: no READ depth, no
+             * retries: uc_pingpong moves to RTS with the PSN alone) */
+            qp_connect_attr a;
+            a.path_mtu = o_.path_mtu;
+            a.dest_qp_num = remote[i].qpn;
+            a.rq_psn = remote[i].psn;
+            a.sq_psn = local[i].psn;
+            a.ah_attr = ah;
+            a.max_dest_rd_atomic = 1;
+            a.min_rnr_timer = 12;
+            a.timeout = 14;
+            a.retry_cnt = 7;
+            a.rnr_retry = 7;
+            a.max_rd_atomic = 1;
+            if (verbs_error e = connect_qp(qps_[i], a); e != verbs_error::ok)
+                return std::string("modify QP to RTR and RTS: ") + verbs_error_str(e);
         }
         remote_qpn_ = remote[0].qpn;
         return {};

@@ -89,6 +89,7 @@ struct options {
     int count = 0; /* 0: for ever */
     int size = 64;
     bool verbose = false, validate = false, debug = false, persistent = false;
+    bool self_qp = false;   /* -q */
     uint32_t timeout_s = 0; /* 0: wait as long as it takes, as rping */
 };
 
@@ -158,12 +159,7 @@ int parse_args(int argc, char **argv, options &o) {
     cl.add(flag_option("debug", 'd', "debug printfs", o.debug));
     cl.add(flag_option("persistent", 'P', "persistent server mode allowing multiple connections",
                        o.persistent));
-    cl.add({"self-qp", 'q', "", "self-created, self-modified QP: not supported",
-            [](const char *, std::string &err) {
-                err = "-q (a QP modified by the application from rdma_init_qp_attr) is not "
-                      "supported by uroce's rdma_cm";
-                return false;
-            }});
+    cl.add(flag_option("self-qp", 'q', "use self-created, self-modified QP", o.self_qp));
     cl.add(number_option("timeout", 0, "sec",
                          "give up after this long without progress (default 0: wait for ever, "
                          "as rping)",
@@ -237,10 +233,23 @@ class connection {
         ia.qp_type = qp_type::rc;
         ia.send_cq = cq_;
         ia.recv_cq = cq_;
-        if (verbs_error e = create_qp(id_, pd_, &ia); e != verbs_error::ok)
+        if (o_.self_qp) {
+            /* rping_create_qp -q: ibv_create_qp, INIT with remote READ and
+             * WRITE; the rest from rdma_init_qp_attr (self_modify_qp) */
+            own_qp_ = uroce::create_qp(pd_, ia, &err);
+            if (!own_qp_) return fail(std::string("ibv_create_qp: ") + verbs_error_str(err));
+            qp_connect_attr a;
+            a.access = access_remote_read | access_remote_write;
+            if (verbs_error e = modify_qp_to_init(own_qp_, a); e != verbs_error::ok)
+                return fail(std::string("ibv_modify_qp: ") + verbs_error_str(e));
+            qp_ = own_qp_;
+        } else if (verbs_error e = create_qp(id_, pd_, &ia); e != verbs_error::ok) {
             return fail(std::string("rdma_create_qp: ") + verbs_error_str(e));
+        } else {
+            qp_ = id_->qp;
+        }
         DEBUG_LOG("created pd %p\ncreated cq %p\ncreated qp %p\n", static_cast<void *>(pd_),
-                  static_cast<void *>(cq_), static_cast<void *>(id_->qp));
+                  static_cast<void *>(cq_), static_cast<void *>(qp_));
         rdma_buf_.assign(size_t(o_.size), 0);
         recv_mr_ = reg_mr(pd_, recv_buf_.raw.data(), recv_buf_.raw.size(), access_local_write);
         send_mr_ = reg_mr(pd_, send_buf_.raw.data(), send_buf_.raw.size(), 0);
@@ -264,6 +273,10 @@ class connection {
         cm_conn_param p;
         p.responder_resources = req.conn.responder_resources;
         p.initiator_depth = req.conn.initiator_depth;
+        if (o_.self_qp) { /* rping_self_modify_qp, then the QPN in the REP */
+            if (!self_modify_qp()) return false;
+            p.qp_num = qp_num(qp_);
+        }
         if (verbs_error e = uroce::accept(id_, &p); e != verbs_error::ok)
             return fail(std::string("rdma_accept: ") + verbs_error_str(e));
         return true;
@@ -276,8 +289,21 @@ class connection {
         p.initiator_depth = 1;
         p.retry_count = 7;
         p.rnr_retry_count = 7;
+        if (o_.self_qp) p.qp_num = qp_num(qp_);
         if (verbs_error e = uroce::connect(id_, &p); e != verbs_error::ok)
             return fail(std::string("rdma_connect: ") + verbs_error_str(e));
+        return true;
+    }
+
+    /* -q, CONNECT_RESPONSE: our QP through INIT, RTR, RTS from
+     * rdma_init_qp_attr, then rdma_establish (the RTU); rping then goes on
+     * as on ESTABLISHED. */
+    bool connect_response() {
+        DEBUG_LOG("CONNECT_RESPONSE\n");
+        if (!self_modify_qp()) return false;
+        if (verbs_error e = uroce::establish(id_); e != verbs_error::ok)
+            return fail(std::string("rdma_establish: ") + verbs_error_str(e));
+        established();
         return true;
     }
 
@@ -354,6 +380,21 @@ class connection {
     bool take_progress() { return std::exchange(progress_, false); }
 
   private:
+    /* rping_self_modify_qp */
+    bool self_modify_qp() {
+        for (qp_state s : {qp_state::init, qp_state::rtr, qp_state::rts}) {
+            qp_attr at;
+            at.qp_state = s;
+            unsigned mask = 0;
+            verbs_error e = init_qp_attr(id_, &at, &mask);
+            if (e == verbs_error::ok) e = modify_qp(qp_, at, mask);
+            if (e != verbs_error::ok)
+                return fail(std::string("rdma_init_qp_attr / ibv_modify_qp: ") +
+                            verbs_error_str(e));
+        }
+        return true;
+    }
+
     bool fail(const std::string &msg) {
         std::fprintf(stderr, "%s\n", msg.c_str());
         state_ = state::error;
@@ -368,7 +409,7 @@ class connection {
         wr.sg_list = &s;
         wr.num_sge = 1;
         recv_wr *bad;
-        return post_recv(id_->qp, &wr, &bad) == verbs_error::ok;
+        return post_recv(qp_, &wr, &bad) == verbs_error::ok;
     }
 
     bool post_send_info() {
@@ -381,7 +422,7 @@ class connection {
         wr.opcode = wr_opcode::send;
         wr.send_flags = send_signaled;
         send_wr *bad;
-        if (post_send(id_->qp, &wr, &bad) == verbs_error::ok) return true;
+        if (post_send(qp_, &wr, &bad) == verbs_error::ok) return true;
         std::fprintf(stderr, "post send error %d\n", -1);
         state_ = state::error;
         return false;
@@ -398,7 +439,7 @@ class connection {
         wr.wr.rdma.remote_addr = remote_addr_;
         wr.wr.rdma.rkey = remote_rkey_;
         send_wr *bad;
-        if (post_send(id_->qp, &wr, &bad) == verbs_error::ok) return true;
+        if (post_send(qp_, &wr, &bad) == verbs_error::ok) return true;
         std::fprintf(stderr, "post send error %d\n", -1);
         state_ = state::error;
         return false;
@@ -527,6 +568,8 @@ class connection {
 
     void release() {
         if (id_ && id_->qp) destroy_qp(id_);
+        if (own_qp_) uroce::destroy_qp(own_qp_);
+        own_qp_ = qp_ = nullptr;
         for (mr *m : {recv_mr_, send_mr_, rdma_mr_, start_mr_})
             if (m) dereg_mr(m);
         if (cq_) destroy_cq(cq_);
@@ -541,6 +584,8 @@ class connection {
     state state_ = state::idle;
     pd *pd_ = nullptr;
     cq *cq_ = nullptr;
+    qp *qp_ = nullptr;     /* the id's (rdma_create_qp) or, with -q, ours */
+    qp *own_qp_ = nullptr; /* -q */
     mr *recv_mr_ = nullptr, *send_mr_ = nullptr, *rdma_mr_ = nullptr, *start_mr_ = nullptr;
     rdma_info recv_buf_, send_buf_;
     std::vector<char> rdma_buf_, start_buf_;
@@ -632,6 +677,10 @@ class rping {
             return true;
         case cm_event_type::established:
             if (connection *c = find(e.id)) c->established();
+            return true;
+        case cm_event_type::connect_response:
+            if (connection *c = find(e.id))
+                if (!c->connect_response()) c->disconnect();
             return true;
         case cm_event_type::addr_error:
         case cm_event_type::route_error:
@@ -798,6 +847,9 @@ int main(int argc, char **argv) {
     using namespace uroce::app;
     options o;
     if (int rc = parse_args(argc, argv, o); rc >= 0) return rc;
+    /* one line at a time: stderr's DISCONNECT line never lands inside a
+     * ping line of a log that holds both */
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);
     std::string err;
     auto eal = start_eal(o.eal_args, o.stack.shards, memory_mb, err);
     if (!eal) {

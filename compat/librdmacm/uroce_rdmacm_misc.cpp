@@ -148,11 +148,49 @@ uint16_t rdma_get_dst_port(rdma_cm_id *i) {
 int rdma_migrate_id(rdma_cm_id *, rdma_event_channel *) {
     return unsupported("rdma_migrate_id");
 }
-int rdma_init_qp_attr(rdma_cm_id *, ibv_qp_attr *, int *) {
-    return unsupported("rdma_init_qp_attr (ids without rdma_create_qp)");
+int rdma_init_qp_attr(rdma_cm_id *i, ibv_qp_attr *qp_attr, int *qp_attr_mask) {
+    if (!i || !qp_attr || !qp_attr_mask) return fail(uroce::verbs_error::inval);
+    /* the CM's answer (<uroce/cm.h> init_qp_attr); the masks and states
+     * have libibverbs' values */
+    uroce::qp_attr u;
+    u.qp_state = uroce::qp_state(qp_attr->qp_state);
+    unsigned mask = 0;
+    {
+        guard g;
+        if (const uroce::verbs_error e =
+                uroce::init_qp_attr(reinterpret_cast<id *>(i)->uid, &u, &mask);
+            e != uroce::verbs_error::ok)
+            return fail(e);
+    }
+    qp_attr->qp_access_flags = int(u.qp_access_flags);
+    qp_attr->pkey_index = u.pkey_index;
+    qp_attr->port_num = u.port_num;
+    qp_attr->qkey = u.qkey;
+    qp_attr->path_mtu = ibv_mtu(u.path_mtu);
+    qp_attr->dest_qp_num = u.dest_qp_num;
+    qp_attr->rq_psn = u.rq_psn;
+    qp_attr->sq_psn = u.sq_psn;
+    qp_attr->max_dest_rd_atomic = u.max_dest_rd_atomic;
+    qp_attr->max_rd_atomic = u.max_rd_atomic;
+    qp_attr->min_rnr_timer = u.min_rnr_timer;
+    qp_attr->timeout = u.timeout;
+    qp_attr->retry_cnt = u.retry_cnt;
+    qp_attr->rnr_retry = u.rnr_retry;
+    std::memset(&qp_attr->ah_attr, 0, sizeof(qp_attr->ah_attr));
+    std::memcpy(qp_attr->ah_attr.grh.dgid.raw, u.ah_attr.grh.dgid.raw.data(), 16);
+    qp_attr->ah_attr.grh.flow_label = u.ah_attr.grh.flow_label;
+    qp_attr->ah_attr.grh.sgid_index = u.ah_attr.grh.sgid_index;
+    qp_attr->ah_attr.grh.hop_limit = u.ah_attr.grh.hop_limit;
+    qp_attr->ah_attr.grh.traffic_class = u.ah_attr.grh.traffic_class;
+    qp_attr->ah_attr.is_global = 1;
+    qp_attr->ah_attr.port_num = u.ah_attr.port_num;
+    *qp_attr_mask = int(mask);
+    return 0;
 }
-int rdma_establish(rdma_cm_id *) {
-    return unsupported("rdma_establish (ids without rdma_create_qp)");
+int rdma_establish(rdma_cm_id *i) {
+    if (!i) return fail(uroce::verbs_error::inval);
+    guard g;
+    return fail(uroce::establish(reinterpret_cast<id *>(i)->uid));
 }
 int rdma_notify(rdma_cm_id *, ibv_event_type) {
     return unsupported("rdma_notify");

@@ -76,7 +76,7 @@ enum class cm_event_type : uint8_t {
     route_resolved = 2,
     route_error = 3,
     connect_request = 4,
-    connect_response = 5, /* not raised: every id has a QP or a qp_num, as rdma_cm's users */
+    connect_response = 5, /* active, an id without create_qp's QP: move it, then establish() */
     connect_error = 6,
     unreachable = 7,
     rejected = 8,
@@ -316,6 +316,24 @@ UROCE_API verbs_error reject(cm_id *id, const void *private_data, uint8_t privat
 /* DREQ (or DREP if the peer asked first); the QP goes to ERR so its work
  * requests flush. DISCONNECTED follows on both sides. */
 UROCE_API verbs_error disconnect(cm_id *id);
+
+/* rdma_establish: an active id whose QP the user made itself (connect
+ * with param.qp_num, no create_qp) gets CONNECT_RESPONSE when the peer
+ * accepts; the user moves its QP (init_qp_attr) and calls establish,
+ * which sends the RTU. No ESTABLISHED event follows (librdmacm raises
+ * none for it either). */
+UROCE_API verbs_error establish(cm_id *id);
+/* rdma_init_qp_attr: set attr->qp_state to INIT, RTR or RTS; fills what
+ * a QP of this id takes for it, from what the handshake negotiated so far,
+ * and its mask (qp_attr_state | ...), for modify_qp(qp, *attr, *mask).
+ * INIT: port, P_Key index, access (remote WRITE, and READ/atomic when the
+ * id takes any; none before a REQ; a Q_Key for UD). RTR: the path, MTU,
+ * the peer's QPN, the PSN we receive from, max_dest_rd_atomic, RNR timer.
+ * RTS: the PSN we send from, ACK timeout, retry counts, max_rd_atomic.
+ * RTR and RTS need the peer's QPN: passive after CONNECT_REQUEST, active
+ * after CONNECT_RESPONSE (else inval). The values are the ones the CM's
+ * own QP moves (accept, connect) use. */
+UROCE_API verbs_error init_qp_attr(const cm_id *id, qp_attr *attr, unsigned *mask);
 
 /* The Q_Key of rdma_cm's UD ids (RDMA_UDP_QKEY). */
 inline constexpr uint32_t rdma_udp_qkey = 0x01234567;

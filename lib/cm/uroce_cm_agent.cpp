@@ -20,6 +20,7 @@ class cm_agent::relay final : public cm_conn_owner {
     relay(cm_agent &agent, const cm_peer &peer) : agent_(agent), peer_(peer) {}
     void send_mad(cm_conn &, const uint8_t *mad) override { agent_.ep_.send_mad(peer_, mad); }
     bool qp_to_rts(cm_conn &c, const cm_rep &rep) override { return agent_.ep_.qp_to_rts(c, rep); }
+    bool user_moves_qp(cm_conn &c) override { return agent_.ep_.user_moves_qp(c); }
     void qp_established(cm_conn &c) override { agent_.ep_.qp_established(c); }
     void qp_to_error(cm_conn &c) override { agent_.ep_.qp_to_error(c); }
     void event(cm_conn &c, cm_conn_event e) override { agent_.ep_.event(c, e); }
@@ -105,7 +106,12 @@ void cm_agent::destroy(cm_conn *c, uint64_t now_ns) {
     if (it == conns_.end()) return;
     /* As cm.c's cm_destroy_id: leave the peer nothing hanging. */
     switch (c->state()) {
+    case cm_state::req_sent:
+    case cm_state::mra_req_rcvd:
+        c->abandon();
+        break;
     case cm_state::req_rcvd:
+    case cm_state::rep_rcvd:
         c->reject(cm_rej_reason::consumer_defined);
         break;
     case cm_state::established:
@@ -191,10 +197,11 @@ void cm_agent::receive(const cm_peer &from, const uint8_t *payload, size_t len, 
     default:
         break;
     }
-    /* Every other message names our comm ID as its remote one; REJ and MRA
-     * of a REQ may carry 0 as theirs (IBTA 12.6.6: they name ours). */
+    /* Every other message names our comm ID as its remote one (a REJ or
+     * MRA of our REQ carries theirs too); only a REJ timeout of a REQ we
+     * received names none (find_abandoned). */
     const uint32_t ours = load_be32(v.msg + 4);
-    cm_conn *c = find(ours);
+    cm_conn *c = ours ? find(ours) : find_abandoned(from, v);
     if (!c) {
         if (v.info->attr == cm_attr::dreq) {
             /* cm.c cm_issue_drep: our timewait may have ended before the
@@ -211,6 +218,22 @@ void cm_agent::receive(const cm_peer &from, const uint8_t *payload, size_t len, 
     }
     c->receive(v, now_ns);
     free_idle();
+}
+
+/* A REJ with reason timeout and no remote comm ID: the active side gave up
+ * on a REQ it sent us before it heard our answer (cm.c cm_destroy_id). It
+ * names its connection by its comm ID and its CA GUID in the ARI (cm.c
+ * cm_acquire_rejected_id); we know the connection by its comm ID and GID,
+ * and check the GUID against the one its REQ carried. */
+cm_conn *cm_agent::find_abandoned(const cm_peer &from, const cm_mad_view &v) const {
+    if (v.info->attr != cm_attr::rej) return nullptr;
+    const cm_rej &r = *v.as<cm_rej>();
+    if (r.reason() != uint16_t(cm_rej_reason::timeout) || r.reject_info_length() < 8)
+        return nullptr;
+    auto known = by_remote_.find({r.local_comm_id(), from.addr.raw});
+    if (known == by_remote_.end()) return nullptr;
+    cm_conn *c = find(known->second);
+    return c && c->req().local_ca_guid == load_be64(r.ari) ? c : nullptr;
 }
 
 void cm_agent::poll(uint64_t now_ns) {

@@ -9,6 +9,8 @@
  *            connection (at most max_half_open at once, the rest refused
  *            with REJ no resources and counted); else REJ invalid service
  *            ID, what rdma_cm reports as "connection refused";
+ *     REJ    with reason timeout and no remote comm ID: the active side
+ *            gave up on its REQ; found by its comm ID, GID and CA GUID;
  *     others the connection whose local comm ID the message names; none?
  *            a DREQ still gets its DREP (cm.c cm_issue_drep: the peer may
  *            retry after our timewait ended), the rest is counted, dropped.
@@ -78,6 +80,10 @@ class cm_agent {
         virtual ~endpoint() = default;
         virtual void send_mad(const cm_peer &to, const uint8_t *mad) = 0;
         virtual bool qp_to_rts(cm_conn &c, const cm_rep &rep) = 0;
+        virtual bool user_moves_qp(cm_conn &c) {
+            (void)c;
+            return false;
+        }
         virtual void qp_established(cm_conn &c) = 0;
         virtual void qp_to_error(cm_conn &c) = 0;
         /* Every connection event (the rdma_cm layer's input). On
@@ -116,7 +122,9 @@ class cm_agent {
     /* A new active connection to peer; nullptr when max_conns are open. */
     cm_conn *connect(const cm_peer &peer, const cm_req_params &p, uint64_t now_ns);
     /* Forget a connection (rdma_destroy_id), as cm.c's cm_destroy_id does:
-     * a REQ not yet answered is rejected and the connection freed at once;
+     * our REQ not yet answered is given up with REJ timeout (abandon()), a
+     * REQ we did not answer gets REJ consumer defined, and the connection
+     * is freed at once;
      * a connected one is disconnected (DREQ, or the DREP a DREQ is owed)
      * and freed by poll() when its timewait ends; so is one already
      * leaving. now_ns times the DREQ's retries and the timewait. */
@@ -134,6 +142,7 @@ class cm_agent {
     class relay;
     uint32_t new_comm_id();
     void on_req(const cm_peer &from, const cm_mad_view &v, uint64_t now_ns);
+    cm_conn *find_abandoned(const cm_peer &from, const cm_mad_view &v) const;
     void reject_req(const cm_peer &from, const cm_mad_view &v, cm_rej_reason why, cm_drop d);
     void free_idle();
     void erase(uint32_t local_comm_id);

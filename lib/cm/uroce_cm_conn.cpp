@@ -10,8 +10,8 @@ namespace uroce {
 
 const char *cm_state_name(cm_state s) {
     static constexpr const char *names[] = {
-        "IDLE",         "REQ_SENT",    "REQ_RCVD",  "MRA_REQ_RCVD", "REP_SENT",
-        "MRA_REP_RCVD", "ESTABLISHED", "DREQ_SENT", "DREQ_RCVD",    "TIMEWAIT",
+        "IDLE",     "REQ_SENT",    "REQ_RCVD",  "MRA_REQ_RCVD", "REP_SENT", "MRA_REP_RCVD",
+        "REP_RCVD", "ESTABLISHED", "DREQ_SENT", "DREQ_RCVD",    "TIMEWAIT",
     };
     static_assert(std::size(names) == size_t(cm_state::count));
     return unsigned(s) < std::size(names) ? names[unsigned(s)] : "?";
@@ -96,8 +96,30 @@ bool cm_conn::accept(const cm_rep_params &p, uint64_t now_ns) {
 }
 
 bool cm_conn::reject(cm_rej_reason reason, cm_private pd) {
-    if (state_ != cm_state::req_rcvd) return false;
-    build_cm_rej(last_sent_, tid_, local_comm_id_, remote_comm_id_, cm_msg_ref::req, reason, pd);
+    if (state_ != cm_state::req_rcvd && state_ != cm_state::rep_rcvd) return false;
+    /* IBTA 12.6.7.1: what is rejected; after a REP, "other" (cm.c cm_format_rej) */
+    const cm_msg_ref what = state_ == cm_state::req_rcvd ? cm_msg_ref::req : cm_msg_ref::other;
+    build_cm_rej(last_sent_, tid_, local_comm_id_, remote_comm_id_, what, reason, pd);
+    send(cm_attr::rej);
+    state_ = cm_state::idle;
+    deadline_ = UINT64_MAX;
+    return true;
+}
+
+bool cm_conn::establish() {
+    if (state_ != cm_state::rep_rcvd) return false;
+    build_cm_rtu(last_sent_, tid_, local_comm_id_, remote_comm_id_);
+    send(cm_attr::rtu);
+    state_ = cm_state::established;
+    return true;
+}
+
+bool cm_conn::abandon() {
+    if (state_ != cm_state::req_sent && state_ != cm_state::mra_req_rcvd) return false;
+    uint8_t guid[8];
+    store_be64(guid, req_.local_ca_guid);
+    build_cm_rej(last_sent_, tid_, local_comm_id_, 0, cm_msg_ref::other, cm_rej_reason::timeout, {},
+                 {guid, sizeof(guid)});
     send(cm_attr::rej);
     state_ = cm_state::idle;
     deadline_ = UINT64_MAX;
@@ -174,6 +196,10 @@ void cm_conn::on_rep(const cm_mad_view &v, uint64_t now_ns) {
         send(cm_attr::rtu);
         return;
     }
+    if (state_ == cm_state::rep_rcvd && r.local_comm_id() == remote_comm_id_) {
+        cnt_.duplicates++; /* our user has not established yet: the RTU will answer */
+        return;
+    }
     if (state_ != cm_state::req_sent && state_ != cm_state::mra_req_rcvd) {
         cnt_.unexpected++;
         return;
@@ -189,10 +215,16 @@ void cm_conn::on_rep(const cm_mad_view &v, uint64_t now_ns) {
         owner_.event(*this, cm_conn_event::unreachable);
         return;
     }
+    deadline_ = UINT64_MAX;
+    if (owner_.user_moves_qp(*this)) {
+        /* IBTA 12.9.5.2 (cm.c IB_CM_REP_RCVD): the RTU waits for the user. */
+        state_ = cm_state::rep_rcvd;
+        owner_.event(*this, cm_conn_event::connect_response);
+        return;
+    }
     build_cm_rtu(last_sent_, tid_, local_comm_id_, remote_comm_id_);
     send(cm_attr::rtu);
     state_ = cm_state::established;
-    deadline_ = UINT64_MAX;
     owner_.event(*this, cm_conn_event::established);
 }
 
@@ -214,6 +246,7 @@ void cm_conn::on_rtu(uint64_t now_ns) {
 
 void cm_conn::on_dreq(uint64_t now_ns) {
     switch (state_) {
+    case cm_state::rep_rcvd: /* the peer may use the QP already; it leaves first */
     case cm_state::established:
     case cm_state::rep_sent:
     case cm_state::mra_rep_rcvd:
@@ -271,8 +304,17 @@ void cm_conn::on_rej(const cm_mad_view &v, uint64_t now_ns) {
         deadline_ = UINT64_MAX;
         owner_.event(*this, cm_conn_event::rejected);
         return;
+    case cm_state::req_rcvd:
+        /* The active side gave up before we answered (cm.c cm_rej_handler:
+         * REJ in REQ_RCVD, its REQ timed out or its id was destroyed). */
+        rej_reason_ = r.reason();
+        state_ = cm_state::idle;
+        deadline_ = UINT64_MAX;
+        owner_.event(*this, cm_conn_event::rejected);
+        return;
     case cm_state::rep_sent:
     case cm_state::mra_rep_rcvd:
+    case cm_state::rep_rcvd:
         rej_reason_ = r.reason();
         owner_.qp_to_error(*this);
         enter_timewait(now_ns);

@@ -48,6 +48,7 @@ enum class cm_state : uint8_t {
     mra_req_rcvd, /* we sent a REQ, the peer answered MRA: wait longer */
     rep_sent,
     mra_rep_rcvd, /* we sent a REP, the peer answered MRA */
+    rep_rcvd,     /* active: the REP came; the user moves its own QP, establish() sends the RTU */
     established,
     dreq_sent,
     dreq_rcvd,
@@ -57,12 +58,13 @@ enum class cm_state : uint8_t {
 const char *cm_state_name(cm_state s);
 
 enum class cm_conn_event : uint8_t {
-    connect_request, /* passive: a REQ arrived; accept() or reject() it */
-    established,     /* both: the connection is up */
-    rejected,        /* active: the peer sent REJ (reason in last_rej_reason) */
-    unreachable,     /* active or passive: REQ or REP retries ran out */
-    disconnected,    /* both: a DREQ arrived, or ours was answered or ran out */
-    timewait_exit,   /* the connection may be reused / freed */
+    connect_request,  /* passive: a REQ arrived; accept() or reject() it */
+    connect_response, /* active: a REP arrived for a QP the user moves; establish() */
+    established,      /* both: the connection is up */
+    rejected,         /* active: the peer sent REJ (reason in last_rej_reason) */
+    unreachable,      /* active or passive: REQ or REP retries ran out */
+    disconnected,     /* both: a DREQ arrived, or ours was answered or ran out */
+    timewait_exit,    /* the connection may be reused / freed */
 };
 
 /* What the connection needs from its owner. */
@@ -74,6 +76,12 @@ class cm_conn_owner {
     /* Active side, a REP arrived: move the QP to RTR and RTS with the
      * peer's QPN and PSN. false: the REP cannot be honoured (REJ follows). */
     virtual bool qp_to_rts(class cm_conn &c, const cm_rep &rep) = 0;
+    /* Active side, after qp_to_rts: true when the user moves its QP
+     * itself (rdma_cm's CONNECT_RESPONSE): REP_RCVD until establish(). */
+    virtual bool user_moves_qp(class cm_conn &c) {
+        (void)c;
+        return false;
+    }
     /* Passive side, the RTU arrived (or will not matter): move the QP to
      * RTS. Its RTR transition happened in accept(). */
     virtual void qp_established(class cm_conn &c) = 0;
@@ -107,8 +115,16 @@ class cm_conn {
     /* ---- local calls; false when the state does not allow them */
     bool connect(const cm_req_params &p, uint64_t now_ns);
     bool accept(const cm_rep_params &p, uint64_t now_ns);
-    bool reject(cm_rej_reason reason, cm_private pd = {});
+    bool reject(cm_rej_reason reason, cm_private pd = {}); /* REQ_RCVD, REP_RCVD */
+    /* REP_RCVD: the user moved its QP; the RTU (rdma_establish). */
+    bool establish();
     bool disconnect(uint64_t now_ns, cm_private pd = {});
+    /* Active side, our REQ not answered yet (REQ_SENT, MRA_REQ_RCVD) and
+     * the user gives up (cm.c cm_destroy_id): REJ reason timeout, with no
+     * remote comm ID (we have none) and our CA GUID as its ARI, the pair
+     * the passive side finds its half-open connection by (cm.c
+     * cm_acquire_rejected_id); IDLE. */
+    bool abandon();
 
     /* ---- the owner hands over every MAD for this connection (already
      * accepted by parse_cm_mad and matched by comm ID), and the time. */

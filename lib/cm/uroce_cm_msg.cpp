@@ -102,12 +102,15 @@ void build_cm_dreq(uint8_t *mad, uint64_t tid, uint32_t local, uint32_t remote, 
 }
 
 void build_cm_rej(uint8_t *mad, uint64_t tid, uint32_t local, uint32_t remote, cm_msg_ref rejected,
-                  cm_rej_reason reason, cm_private pd) {
+                  cm_rej_reason reason, cm_private pd, cm_private ari) {
     cm_rej &m = start<cm_rej>(mad, cm_attr::rej, tid);
     m.set_local_comm_id(local);
     m.set_remote_comm_id(remote);
     m.set_msg_rejected(rejected);
     m.set_reason(reason);
+    const size_t ari_len = std::min(ari.len, sizeof(m.ari));
+    if (ari_len) std::memcpy(m.ari, ari.data, ari_len);
+    m.set_reject_info_length(uint8_t(ari_len));
     put_private(mad, cm_attr::rej, pd);
 }
 

@@ -88,8 +88,11 @@ void build_cm_dreq(uint8_t *mad, uint64_t tid, uint32_t local_comm_id, uint32_t 
                    uint32_t remote_qpn, cm_private pd = {});
 void build_cm_drep(uint8_t *mad, uint64_t tid, uint32_t local_comm_id, uint32_t remote_comm_id,
                    cm_private pd = {});
+/* ari: the additional reject information (IBTA 12.6.7.2 table 103; at most
+ * 72 bytes), its length in the reject info length field. */
 void build_cm_rej(uint8_t *mad, uint64_t tid, uint32_t local_comm_id, uint32_t remote_comm_id,
-                  cm_msg_ref rejected, cm_rej_reason reason, cm_private pd = {});
+                  cm_msg_ref rejected, cm_rej_reason reason, cm_private pd = {},
+                  cm_private ari = {});
 void build_cm_mra(uint8_t *mad, uint64_t tid, uint32_t local_comm_id, uint32_t remote_comm_id,
                   cm_msg_ref mraed, uint8_t service_timeout, cm_private pd = {});
 

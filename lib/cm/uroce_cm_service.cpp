@@ -140,6 +140,12 @@ void cm_service::poll_ids(uint64_t now_ns) {
             break;
         }
         case cm_id_state::req_wait_mac: {
+            /* The peer gave up on its REQ (REJ timeout) before we showed it:
+             * forget it without a word. */
+            if (id->conn && id->conn->state() == cm_state::idle) {
+                destroy_id(id);
+                break;
+            }
             std::optional<neigh_entry_view> e = nb().lookup(id->route.dgid);
             if (mac_usable(e)) {
                 e->mac.copy_to(id->route.dmac);
@@ -183,7 +189,8 @@ void cm_service::queue(cm_id_impl *id, cm_event_type t, int status, const uint8_
         ev->ud.private_data = ev->priv;
         ev->ud.private_data_len = uint8_t(priv_len);
     }
-    if (t == cm_event_type::established || t == cm_event_type::connect_request) {
+    if (t == cm_event_type::established || t == cm_event_type::connect_request ||
+        t == cm_event_type::connect_response) {
         ev->conn.responder_resources = id->param.responder_resources;
         ev->conn.initiator_depth = id->param.initiator_depth;
         ev->conn.retry_count = id->param.retry_count;
@@ -227,6 +234,31 @@ qp_connect_attr cm_service::qp_attr_for(const cm_id_impl *id) const {
     return a;
 }
 
+/* The attributes of a connected id's QP, as negotiated so far (cm.c
+ * cm_init_qp_rtr_attr / cm_init_qp_rts_attr, cma.c rdma_init_qp_attr):
+ * the peer's QPN; we send from the PSN the peer's message named and
+ * receive from the one ours named (seq_num); the READ/atomic depths and
+ * retry counts of id->param, which holds the REQ's, seen from us, until
+ * accept() (passive) and the REP's once it came (active). */
+qp_connect_attr cm_service::negotiated(const cm_id_impl *id) const {
+    qp_connect_attr a = qp_attr_for(id);
+    const cm_conn &c = *id->conn;
+    a.dest_qp_num = c.remote_qpn();
+    a.sq_psn = c.remote_psn();
+    a.rq_psn = id->seq_num;
+    a.max_dest_rd_atomic = std::min<uint8_t>(id->param.responder_resources, rd_limit());
+    a.max_rd_atomic = std::min<uint8_t>(id->param.initiator_depth, rd_limit());
+    a.retry_cnt = c.req().retry_count;
+    if (c.active()) {
+        a.rnr_retry = id->param.rnr_retry_count; /* the REP's */
+    } else {
+        const cm_req_params &rq = c.req();
+        a.rnr_retry = rq.rnr_retry_count;
+        a.timeout = rq.path.local_ack_timeout ? rq.path.local_ack_timeout : cfg_.local_ack_timeout;
+    }
+    return a;
+}
+
 /* Active side, the REP arrived (cm.c cm_rep_handler, cma.c
  * cma_rep_recv): what the peer offers becomes ours, seen from our side
  * (its initiator depth our responder resources and the other way round),
@@ -239,18 +271,18 @@ bool cm_service::qp_to_rts(cm_conn &c, const cm_rep &rep) {
     id->param.rnr_retry_count = rep.rnr_retry_count();
     id->param.srq = rep.srq();
     id->param.qp_num = rep.local_qpn();
-    if (!id->qp) return true; /* the user's QP, announced by qp_num: theirs to move */
-    qp_connect_attr a = qp_attr_for(id);
-    a.dest_qp_num = rep.local_qpn();
-    a.sq_psn = rep.starting_psn(); /* the REP names what the peer expects */
-    a.rq_psn = id->req_psn;        /* what our REQ asked the peer to send from */
-    a.max_dest_rd_atomic = std::min<uint8_t>(rep.initiator_depth, rd_limit());
-    a.max_rd_atomic = std::min<uint8_t>(rep.responder_resources, rd_limit());
-    a.retry_cnt = c.req().retry_count;
-    a.rnr_retry = rep.rnr_retry_count();
+    if (!id->qp) return true; /* the user's QP, announced by qp_num: CONNECT_RESPONSE */
+    const qp_connect_attr a = negotiated(id);
     if (!to_init(id->qp, a)) return false;
     return modify_qp_to_rtr(id->qp, a) == verbs_error::ok &&
            modify_qp_to_rts(id->qp, a) == verbs_error::ok;
+}
+
+/* librdmacm: an id with no QP of rdma_create_qp's gets CONNECT_RESPONSE;
+ * its user moves the QP (init_qp_attr) and calls rdma_establish. */
+bool cm_service::user_moves_qp(cm_conn &c) {
+    const cm_id_impl *id = id_of(c);
+    return id && !id->qp;
 }
 
 void cm_service::qp_to_error(cm_conn &c) {
@@ -274,7 +306,12 @@ void cm_service::event(cm_conn &c, cm_conn_event e) {
         else
             queue(id, cm_event_type::established, 0);
         return;
+    case cm_conn_event::connect_response:
+        queue(id, cm_event_type::connect_response, 0, c.last_private(), c.last_private_len());
+        return;
     case cm_conn_event::rejected:
+        /* A request not shown to the user yet: poll_ids forgets it. */
+        if (id->state == cm_id_state::req_wait_mac) return;
         id->state = cm_id_state::done;
         queue(id, cm_event_type::rejected, c.last_rej_reason(), c.last_private(),
               c.last_private_len());
@@ -413,6 +450,7 @@ void cm_service::on_connect_request(cm_conn &c) {
     child->param.rnr_retry_count = r.rnr_retry_count;
     child->param.srq = r.srq;
     child->param.qp_num = r.local_qpn;
+    child->seq_num = uint32_t(rng_()) & 0xffffff; /* our REP's Starting PSN */
     child->peer.addr = peer;
     child->peer.local = ours;
     child->conn = &c;
@@ -671,7 +709,7 @@ verbs_error cm_service::connect(cm_id_impl *id, const cm_conn_param *param) {
     id->param = *param;
     id->param.private_data = nullptr;
     id->param.private_data_len = 0;
-    id->req_psn = p.starting_psn;
+    id->seq_num = p.starting_psn;
     cm_peer peer;
     peer.addr = id->route.dgid;
     peer.local = id->route.sgid;
@@ -716,26 +754,23 @@ verbs_error cm_service::accept(cm_id_impl *id, const cm_conn_param *param) {
         return verbs_error::inval;
     cm_conn *c = id->conn;
     if (!c) return verbs_error::inval;
-    const cm_req_params &rq = c->req();
-    const uint32_t psn = uint32_t(rng_()) & 0xffffff;
+    const cm_conn_param asked = id->param;
+    id->param.responder_resources = param->responder_resources;
+    id->param.initiator_depth = param->initiator_depth;
     if (id->qp) {
         /* rdma_accept: RTR and RTS before the REP leaves (ucma_accept). */
-        qp_connect_attr a = qp_attr_for(id);
-        a.dest_qp_num = c->remote_qpn();
-        a.sq_psn = c->remote_psn(); /* the REQ names what the active side expects */
-        a.rq_psn = psn;             /* and our REP what we expect */
-        a.max_dest_rd_atomic = std::min<uint8_t>(param->responder_resources, rd_limit());
-        a.max_rd_atomic = std::min<uint8_t>(param->initiator_depth, rd_limit());
-        a.retry_cnt = rq.retry_count;
-        a.rnr_retry = rq.rnr_retry_count;
-        a.timeout = rq.path.local_ack_timeout ? rq.path.local_ack_timeout : cfg_.local_ack_timeout;
-        if (!to_init(id->qp, a)) return verbs_error::inval;
-        if (verbs_error e = modify_qp_to_rtr(id->qp, a); e != verbs_error::ok) return e;
-        if (verbs_error e = modify_qp_to_rts(id->qp, a); e != verbs_error::ok) return e;
+        const qp_connect_attr a = negotiated(id);
+        verbs_error e = to_init(id->qp, a) ? verbs_error::ok : verbs_error::inval;
+        if (e == verbs_error::ok) e = modify_qp_to_rtr(id->qp, a);
+        if (e == verbs_error::ok) e = modify_qp_to_rts(id->qp, a);
+        if (e != verbs_error::ok) {
+            id->param = asked;
+            return e;
+        }
     }
     cm_rep_params rp;
     rp.local_qpn = id->qp ? qp_num(id->qp) : param->qp_num;
-    rp.starting_psn = psn;
+    rp.starting_psn = id->seq_num;
     rp.responder_resources = param->responder_resources;
     rp.initiator_depth = param->initiator_depth;
     rp.target_ack_delay = 0;
@@ -743,9 +778,10 @@ verbs_error cm_service::accept(cm_id_impl *id, const cm_conn_param *param) {
     rp.srq = param->srq;
     rp.local_ca_guid = ca_guid();
     rp.private_data = {static_cast<const uint8_t *>(param->private_data), param->private_data_len};
-    id->param.responder_resources = param->responder_resources;
-    id->param.initiator_depth = param->initiator_depth;
-    if (!c->accept(rp, now())) return verbs_error::inval;
+    if (!c->accept(rp, now())) {
+        id->param = asked;
+        return verbs_error::inval;
+    }
     id->state = cm_id_state::connect;
     return verbs_error::ok;
 }
@@ -769,6 +805,82 @@ verbs_error cm_service::disconnect(cm_id_impl *id) {
         return verbs_error::ok;
     }
     if (!id->conn || !id->conn->disconnect(now())) return verbs_error::inval;
+    return verbs_error::ok;
+}
+
+/* rdma_establish: after CONNECT_RESPONSE the user moved its QP; the RTU
+ * (no ESTABLISHED event follows, as librdmacm raises none for it). */
+verbs_error cm_service::establish(cm_id_impl *id) {
+    if (id->qp || !id->conn || !id->conn->establish()) return verbs_error::inval;
+    id->state = cm_id_state::established;
+    return verbs_error::ok;
+}
+
+/* rdma_init_qp_attr (cma.c, cm.c cm_init_qp_*_attr): what a QP the user
+ * moves itself takes for the state it asks for, from what the handshake
+ * negotiated so far: the values our own QP moves use (negotiated()). */
+verbs_error cm_service::init_qp_attr(const cm_id_impl *id, qp_attr *attr, unsigned *mask) const {
+    if (!attr || !mask) return verbs_error::inval;
+    const qp_state want = attr->qp_state;
+    unsigned m = qp_attr_state;
+    if (id->qp_type == qp_type::ud) {
+        /* cma_ib_init_qp_attr, ucma_init_ud_qp: a Q_Key in INIT, RTS from PSN 0 */
+        if (want == qp_state::init) {
+            attr->pkey_index = 0;
+            attr->port_num = id->port_num;
+            attr->qkey = rdma_udp_qkey;
+            m |= qp_attr_pkey_index | qp_attr_port | qp_attr_qkey;
+        } else if (want == qp_state::rts) {
+            attr->sq_psn = 0;
+            m |= qp_attr_sq_psn;
+        } else if (want != qp_state::rtr) {
+            return verbs_error::inval;
+        }
+        *mask = m;
+        return verbs_error::ok;
+    }
+    const cm_state cs = id->conn ? id->conn->state() : cm_state::idle;
+    if (want == qp_state::init) {
+        /* no connection yet: cma_ib_init_qp_attr, no remote access; else
+         * cm_init_qp_init_attr: WRITE, and READ/atomic when we take any */
+        attr->pkey_index = 0;
+        attr->port_num = id->port_num;
+        attr->qp_access_flags = 0;
+        if (id->conn && cs != cm_state::idle)
+            attr->qp_access_flags =
+                access_remote_write |
+                (id->param.responder_resources ? access_remote_read | access_remote_atomic : 0);
+        *mask = m | qp_attr_access_flags | qp_attr_pkey_index | qp_attr_port;
+        return verbs_error::ok;
+    }
+    /* RTR and RTS once the peer's QPN is known: the passive side from the
+     * REQ, the active side from the REP. */
+    const bool known =
+        id->conn &&
+        (id->conn->active() ? cs == cm_state::rep_rcvd || cs == cm_state::established
+                            : cs == cm_state::req_rcvd || cs == cm_state::rep_sent ||
+                                  cs == cm_state::mra_rep_rcvd || cs == cm_state::established);
+    if (!known || (want != qp_state::rtr && want != qp_state::rts)) return verbs_error::inval;
+    const qp_connect_attr a = negotiated(id);
+    if (want == qp_state::rtr) {
+        attr->ah_attr = a.ah_attr;
+        attr->path_mtu = a.path_mtu;
+        attr->dest_qp_num = a.dest_qp_num;
+        attr->rq_psn = a.rq_psn;
+        attr->max_dest_rd_atomic = a.max_dest_rd_atomic;
+        attr->min_rnr_timer = a.min_rnr_timer;
+        m |= qp_attr_av | qp_attr_path_mtu | qp_attr_dest_qpn | qp_attr_rq_psn |
+             qp_attr_max_dest_rd_atomic | qp_attr_min_rnr_timer;
+    } else {
+        attr->sq_psn = a.sq_psn;
+        attr->timeout = a.timeout;
+        attr->retry_cnt = a.retry_cnt;
+        attr->rnr_retry = a.rnr_retry;
+        attr->max_rd_atomic = a.max_rd_atomic;
+        m |= qp_attr_sq_psn | qp_attr_timeout | qp_attr_retry_cnt | qp_attr_rnr_retry |
+             qp_attr_max_qp_rd_atomic;
+    }
+    *mask = m;
     return verbs_error::ok;
 }
 
@@ -918,6 +1030,14 @@ verbs_error reject(cm_id *id, const void *private_data, uint8_t private_data_len
 }
 verbs_error disconnect(cm_id *id) {
     return id ? impl(id)->svc->disconnect(impl(id)) : verbs_error::inval;
+}
+verbs_error establish(cm_id *id) {
+    return id ? impl(id)->svc->establish(impl(id)) : verbs_error::inval;
+}
+verbs_error init_qp_attr(const cm_id *id, qp_attr *attr, unsigned *mask) {
+    return id ? static_cast<const cm_id_impl *>(id)->svc->init_qp_attr(
+                    static_cast<const cm_id_impl *>(id), attr, mask)
+              : verbs_error::inval;
 }
 
 } // namespace uroce

@@ -73,12 +73,13 @@ struct cm_id_impl : cm_id {
     bool accepted = false;
     cm_conn *conn = nullptr;
     uint64_t deadline = 0; /* addr_query, req_wait_mac, SIDR retries */
-    /* Active: the Starting PSN our REQ carried. Each side's message names the
-     * PSN its sender expects to RECEIVE (Linux cm.c: ib_send_cm_req keeps the
-     * REQ's as rq_psn, cm_req_handler takes it as sq_psn; the golden rping
-     * capture: the passive side sends from the REQ's PSN, the active side
-     * from the REP's). */
-    uint32_t req_psn = 0;
+    /* The PSN we expect to receive from: the Starting PSN of our REQ
+     * (active) or REP (passive), cma.c's id_priv->seq_num. Each side's
+     * message names the PSN its sender expects to RECEIVE (Linux cm.c:
+     * ib_send_cm_req keeps the REQ's as rq_psn, cm_req_handler takes it as
+     * sq_psn; the golden rping capture: the passive side sends from the
+     * REQ's PSN, the active side from the REP's). */
+    uint32_t seq_num = 0;
     cm_conn_param param; /* connect's or accept's, private data not kept */
     bool disconnected_sent = false;
     /* UD (SIDR) */
@@ -131,6 +132,8 @@ class cm_service final : public engine_poller, private cm_agent::endpoint {
     verbs_error accept(cm_id_impl *id, const cm_conn_param *param);
     verbs_error reject(cm_id_impl *id, const void *pd, uint8_t len);
     verbs_error disconnect(cm_id_impl *id);
+    verbs_error establish(cm_id_impl *id);
+    verbs_error init_qp_attr(const cm_id_impl *id, qp_attr *attr, unsigned *mask) const;
     void remove_all(); /* close_cm: DEVICE_REMOVAL to every id */
 
     cm_counters_snapshot counters() const;
@@ -143,6 +146,7 @@ class cm_service final : public engine_poller, private cm_agent::endpoint {
     /* cm_agent::endpoint */
     void send_mad(const cm_peer &to, const uint8_t *mad) override;
     bool qp_to_rts(cm_conn &c, const cm_rep &rep) override;
+    bool user_moves_qp(cm_conn &c) override;
     void qp_established(cm_conn &) override {}
     void qp_to_error(cm_conn &c) override;
     void event(cm_conn &c, cm_conn_event e) override;
@@ -165,6 +169,7 @@ class cm_service final : public engine_poller, private cm_agent::endpoint {
     cm_id_impl *id_of(const cm_conn &c) const;
     void detach_conn(cm_id_impl *id);
     qp_connect_attr qp_attr_for(const cm_id_impl *id) const;
+    qp_connect_attr negotiated(const cm_id_impl *id) const;
     static bool to_init(qp *q, const qp_connect_attr &a);
     void reap();
     uint64_t ca_guid() const;

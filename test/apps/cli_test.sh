@@ -84,7 +84,7 @@ usage "rx depth" "-r/--rx-depth: '0' is not a number" "$perf" send_bw -r 0
 usage "two pingpongs" "--ud, --uc and --srq are different tools" "$pp" --ip 10.0.0.1/24 --vdev net_ring0 --uc --srq
 usage "-q without --srq" "-q/--num-qp is for --srq" "$pp" --ip 10.0.0.1/24 --vdev net_ring0 -q 4
 usage "srq rx depth" "rx_depth 2 is too small for 4 QPs" "$pp" --ip 10.0.0.1/24 --vdev net_ring0 --srq -q 4 -r 2
-usage "-R with UC" "-R runs RC only (no -c UC)" "$perf" write_bw -R -c UC --vdev net_ring0 --ip 10.0.0.1/24
+usage "-R with UC" "-R runs RC and UD only (no -c UC)" "$perf" write_bw -R -c UC --vdev net_ring0 --ip 10.0.0.1/24
 usage "-R in loopback" "-R is for runs against a peer" "$perf" write_bw -R --loopback
 
 # run failures

@@ -9,6 +9,8 @@
 #   - the capture holds the CM's REQ, REP, RTU, DREQ, DREP and uroce-dump
 #     --check passes on every frame;
 #   - -S 65535 (rping's largest buffer) over IPv6 addresses;
+#   - -q on both sides: QPs the app moves itself (rdma_init_qp_attr,
+#     rdma_establish);
 #   - a REQ to a port nobody listens on: the client reports
 #     "RDMA_CM_EVENT_REJECTED, error 8" (invalid service ID) and exits 255,
 #     as rping does.
@@ -66,10 +68,12 @@ while len(s) < n - 1:
 print(s)" "$1"
 }
 
-pingpong_case() { # NAME SERVER_IP CLIENT_IP SERVER_ADDR COUNT SIZE
+pingpong_case() { # NAME SERVER_IP CLIENT_IP SERVER_ADDR COUNT SIZE [OPTION for both]
   local name=$1 sip=$2 cip=$3 addr=$4 count=$5 size=$6
-  start_server "$name" "$sip" "$cip" -a "$addr" -p 7175 -v -S "$size"
-  run_client "$name" "$cip" -a "$addr" -p 7175 -C "$count" -S "$size" -v -V
+  local extra=()
+  [ -n "${7:-}" ] && extra=("$7")
+  start_server "$name" "$sip" "$cip" -a "$addr" -p 7175 -v -S "$size" "${extra[@]}"
+  run_client "$name" "$cip" -a "$addr" -p 7175 -C "$count" -S "$size" -v -V "${extra[@]}"
   local crc=$?
   wait "$spid"
   local src=$?
@@ -101,6 +105,8 @@ pingpong_case() { # NAME SERVER_IP CLIENT_IP SERVER_ADDR COUNT SIZE
 
 pingpong_case rc-v4 10.77.0.1/24 10.77.0.2/24 10.77.0.1 20 64
 pingpong_case rc-v6-64K fd77::1/64 fd77::2/64 fd77::1 3 65535
+# -q: both QPs made and moved by the app (init_qp_attr; CONNECT_RESPONSE, establish)
+pingpong_case rc-self-qp 10.77.0.1/24 10.77.0.2/24 10.77.0.1 10 64 -q
 
 # A REQ to a port nobody listens on: REJ, reason 8
 start_server reject 10.77.0.1/24 10.77.0.2/24 -a 10.77.0.1 -p 7175

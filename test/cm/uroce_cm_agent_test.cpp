@@ -4,7 +4,7 @@
  * listens; a retried REQ finds its connection instead of making a second;
  * the half-open cap holds and counts; a DREQ for a comm ID that is gone
  * still gets its DREP; bad MADs are counted by reason; destroying an ID
- * leaves the peer nothing hanging.
+ * leaves the peer nothing hanging (an unanswered REQ: REJ timeout).
  */
 #include <gtest/gtest.h>
 
@@ -235,6 +235,74 @@ TEST_F(cm_agent_t, destroy_leaves_the_peer_nothing_hanging) {
     advance(cm_conn::timeout_ns(20));       /* past timewait */
     EXPECT_EQ(a.agent->find(id2), nullptr); /* freed */
     EXPECT_EQ(a.agent->counters().conns_freed, 1u);
+}
+
+/* cm.c cm_destroy_id, IB_CM_REQ_SENT / IB_CM_MRA_REQ_RCVD: the REQ is given
+ * up with REJ timeout, remote comm ID 0, message rejected "other", our CA
+ * GUID as the ARI; the passive side finds its half-open connection by the
+ * comm ID and that GUID (cm_acquire_rejected_id) and reports the rejection. */
+TEST_F(cm_agent_t, destroying_an_unanswered_req_sends_rej_timeout) {
+    ASSERT_TRUE(b.agent->listen(req().service_id, nullptr));
+    cm_req_params p = req();
+    p.local_ca_guid = 0x0211'22ff'fe33'4455ull;
+    for (bool mra : {false, true}) {
+        cm_conn *ca = a.agent->connect(b.me, p, now);
+        flush();
+        cm_conn *cb = passive_of(ca);
+        ASSERT_NE(cb, nullptr);
+        ASSERT_EQ(cb->state(), cm_state::req_rcvd);
+        EXPECT_EQ(b.agent->half_open(), 1u);
+        if (mra) { /* the passive side asked for time (Linux sends MRA for every REQ) */
+            uint8_t m[mad_size];
+            build_cm_mra(m, ca->tid(), cb->local_comm_id(), ca->local_comm_id(), cm_msg_ref::req,
+                         24);
+            a.agent->receive(b.me, m, sizeof(m), now);
+            ASSERT_EQ(ca->state(), cm_state::mra_req_rcvd);
+        }
+        const uint32_t active_id = ca->local_comm_id();
+        const uint64_t tid = ca->tid();
+        a.agent->destroy(ca, now);
+        EXPECT_EQ(a.agent->find(active_id), nullptr); /* freed at once */
+        ASSERT_EQ(pipe.size(), 1u);
+        const std::vector<uint8_t> rej_mad = pipe.front().mad;
+        cm_mad_view v;
+        ASSERT_EQ(parse_cm_mad(rej_mad.data(), rej_mad.size(), v), mad_error::ok);
+        ASSERT_EQ(v.info->attr, cm_attr::rej);
+        const cm_rej &r = *v.as<cm_rej>();
+        EXPECT_EQ(v.hdr->tid(), tid); /* the REQ's transaction */
+        EXPECT_EQ(r.local_comm_id(), active_id);
+        EXPECT_EQ(r.remote_comm_id(), 0u); /* even after an MRA named the peer's */
+        EXPECT_EQ(r.msg_rejected(), cm_msg_ref::other);
+        EXPECT_EQ(r.reason(), uint16_t(cm_rej_reason::timeout));
+        EXPECT_EQ(r.reject_info_length(), 8u);
+        EXPECT_EQ(load_be64(r.ari), p.local_ca_guid);
+        const uint32_t passive_id = cb->local_comm_id();
+        flush();
+        EXPECT_EQ(cb->state(), cm_state::idle);
+        EXPECT_EQ(cb->last_rej_reason(), uint16_t(cm_rej_reason::timeout));
+        EXPECT_EQ(b.events.back(), std::make_pair(passive_id, cm_conn_event::rejected));
+        EXPECT_EQ(b.agent->half_open(), 0u);
+        b.agent->destroy(cb, now); /* the user destroys it: nothing more on the wire */
+        EXPECT_TRUE(pipe.empty());
+        EXPECT_EQ(b.agent->conn_count(), 0u);
+    }
+    /* Hostile or stale: a REJ timeout whose GUID is not the REQ's, or for a
+     * comm ID we have no connection with, changes nothing and is counted. */
+    cm_conn *ca = a.agent->connect(b.me, p, now);
+    flush();
+    cm_conn *cb = passive_of(ca);
+    ASSERT_NE(cb, nullptr);
+    const uint64_t before = b.agent->counters().drops[size_t(cm_drop::no_conn)];
+    for (auto [id, guid] : {std::pair{ca->local_comm_id(), p.local_ca_guid + 1},
+                            std::pair{ca->local_comm_id() + 1, p.local_ca_guid}}) {
+        uint8_t m[mad_size], g[8];
+        store_be64(g, guid);
+        build_cm_rej(m, ca->tid(), id, 0, cm_msg_ref::other, cm_rej_reason::timeout, {},
+                     {g, sizeof(g)});
+        b.agent->receive(a.me, m, sizeof(m), now);
+    }
+    EXPECT_EQ(cb->state(), cm_state::req_rcvd);
+    EXPECT_EQ(b.agent->counters().drops[size_t(cm_drop::no_conn)], before + 2);
 }
 
 TEST_F(cm_agent_t, comm_ids_are_unique_and_start_anywhere) {

@@ -250,6 +250,21 @@ TEST_F(cm_conn_t, reject_reaches_the_active_side) {
     EXPECT_FALSE(b.conn.accept(rep_params(), now)); /* nothing to accept any more */
 }
 
+TEST_F(cm_conn_t, abandoned_req_is_rejected_with_timeout) {
+    EXPECT_FALSE(a.conn.abandon()); /* nothing sent yet */
+    ASSERT_TRUE(a.conn.connect(req_params(), now));
+    flush();
+    ASSERT_TRUE(a.conn.abandon());
+    EXPECT_EQ(a.conn.state(), cm_state::idle);
+    EXPECT_EQ(a.conn.deadline(), UINT64_MAX); /* no REQ retry after giving up */
+    EXPECT_FALSE(a.conn.abandon());
+    flush(); /* the pipe hands it to b by comm ID, as the agent would find it */
+    EXPECT_EQ(b.conn.state(), cm_state::idle);
+    EXPECT_EQ(b.conn.last_rej_reason(), uint16_t(cm_rej_reason::timeout));
+    EXPECT_EQ(b.events.back(), cm_conn_event::rejected);
+    EXPECT_FALSE(b.conn.accept(rep_params(), now));
+}
+
 TEST_F(cm_conn_t, refused_rep_is_rejected) {
     a.refuse_rep = true;
     connect_both();

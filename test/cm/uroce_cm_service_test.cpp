@@ -5,13 +5,15 @@
  * middle of a transfer (both QPs flush); a REQ to a closed port is REJECTED
  * ("connection refused"); a REQ whose rdma_cm IP header is not for the
  * listener's address is refused; a peer that vanishes mid-handshake ends in
- * UNREACHABLE after the retries, on either side; a lost REP costs a retry,
+ * UNREACHABLE after the retries, on either side; an active id destroyed
+ * before its REQ is answered rejects it at the peer (REJ timeout); a lost REP costs a retry,
  * not the connection; 1000 connections in sequence and 100 at once. Against
  * a real rxe (test/golden/rping_rdmacm.pcap, 10.77.0.12 -> 10.77.0.11, the
  * fixture's addresses): its REQ, injected, is a CONNECT_REQUEST with rping's
  * parameters, and our REQ carries what rxe's does.
  */
 #include <cerrno>
+#include <tuple>
 #include <vector>
 
 #include "cm_stacks.h"
@@ -254,6 +256,173 @@ TEST_F(cm_service_t, connect_accept_carries_data_and_negotiates_the_qp) {
     EXPECT_GT(roce_frames, mads);
 }
 
+/* rping -q: both QPs made and moved by the application (ibv_create_qp,
+ * rdma_init_qp_attr, ibv_modify_qp), the ids only announce their QPNs.
+ * The passive side moves its QP before accept; the active side gets
+ * CONNECT_RESPONSE, moves its QP, and establish() sends the RTU. The
+ * attributes are the negotiated ones, and data flows both ways. */
+TEST_F(cm_service_t, qps_the_user_moves_with_init_qp_attr) {
+    start();
+    listen_b();
+    cm_id *act = nullptr;
+    ASSERT_EQ(create_id(a.ch, &act, nullptr, rdma_port_space::tcp), verbs_error::ok);
+    sockaddr_storage dst = addr(ip_b, port);
+    ASSERT_EQ(resolve_addr(act, nullptr, sa(dst), 2000), verbs_error::ok);
+    ASSERT_TRUE(expect_event(a, cm_event_type::addr_resolved));
+    ASSERT_EQ(resolve_route(act, 2000), verbs_error::ok);
+    ASSERT_TRUE(expect_event(a, cm_event_type::route_resolved));
+    qp_init_attr ia = qp_init(a);
+    qp *qa = uroce::create_qp(a.pd, ia);
+    ASSERT_NE(qa, nullptr);
+    auto move = [](const cm_id *id, qp *q, qp_state s) {
+        qp_attr at;
+        at.qp_state = s;
+        unsigned mask = 0;
+        if (verbs_error e = init_qp_attr(id, &at, &mask); e != verbs_error::ok) return e;
+        return modify_qp(q, at, mask);
+    };
+    qp_attr at;
+    unsigned mask = 0;
+    at.qp_state = qp_state::init;
+    ASSERT_EQ(init_qp_attr(act, &at, &mask), verbs_error::ok);
+    EXPECT_EQ(mask, qp_attr_state | qp_attr_access_flags | qp_attr_pkey_index | qp_attr_port);
+    EXPECT_EQ(at.qp_access_flags, 0u) << "no connection yet (cma_ib_init_qp_attr)";
+    ASSERT_EQ(move(act, qa, qp_state::init), verbs_error::ok);
+    at.qp_state = qp_state::rtr;
+    EXPECT_EQ(init_qp_attr(act, &at, &mask), verbs_error::inval) << "no peer QPN yet";
+
+    cm_conn_param cp;
+    cp.responder_resources = 2;
+    cp.initiator_depth = 3;
+    cp.retry_count = 6;
+    cp.rnr_retry_count = 5;
+    cp.qp_num = qp_num(qa);
+    ASSERT_EQ(connect(act, &cp), verbs_error::ok);
+    at.qp_state = qp_state::rts;
+    EXPECT_EQ(init_qp_attr(act, &at, &mask), verbs_error::inval) << "REQ sent, no REP yet";
+
+    cm_id *pas = nullptr;
+    ASSERT_TRUE(expect_event(b, cm_event_type::connect_request, nullptr, &pas));
+    qp_init_attr ib = qp_init(b);
+    qp *qb = uroce::create_qp(b.pd, ib);
+    ASSERT_NE(qb, nullptr);
+    at = {};
+    at.qp_state = qp_state::init;
+    ASSERT_EQ(init_qp_attr(pas, &at, &mask), verbs_error::ok);
+    EXPECT_EQ(at.qp_access_flags, access_remote_write | access_remote_read | access_remote_atomic)
+        << "the REQ's initiator depth gives us responder resources";
+    for (qp_state s : {qp_state::init, qp_state::rtr, qp_state::rts})
+        ASSERT_EQ(move(pas, qb, s), verbs_error::ok) << int(s);
+    ASSERT_EQ(query_qp(qb, &at, 0, nullptr), verbs_error::ok);
+    EXPECT_EQ(at.qp_state, qp_state::rts);
+    EXPECT_EQ(at.dest_qp_num, qp_num(qa));
+    EXPECT_EQ(at.max_dest_rd_atomic, 3) << "the REQ's initiator depth";
+    EXPECT_EQ(at.max_rd_atomic, 2) << "the REQ's responder resources";
+    EXPECT_EQ(at.retry_cnt, 6);
+    EXPECT_EQ(at.rnr_retry, 5);
+    EXPECT_EQ(at.path_mtu, mtu::mtu_4096);
+    EXPECT_EQ(at.ah_attr.grh.dgid, gid::from_ipv4(ip_a));
+    const uint32_t b_rq_psn = at.rq_psn, b_sq_psn = at.sq_psn;
+    cm_conn_param ap;
+    ap.responder_resources = 3;
+    ap.initiator_depth = 2;
+    ap.rnr_retry_count = 4;
+    ap.qp_num = qp_num(qb);
+    ASSERT_EQ(accept(pas, &ap), verbs_error::ok);
+
+    cm_event *ev = next_event(a);
+    ASSERT_NE(ev, nullptr);
+    ASSERT_EQ(ev->event, cm_event_type::connect_response) << cm_event_str(ev->event);
+    EXPECT_EQ(ev->conn.qp_num, qp_num(qb));
+    ack_event(ev);
+    EXPECT_EQ(cm_counters(a.cm).rtu_tx, 0u) << "the RTU waits for establish()";
+    for (qp_state s : {qp_state::init, qp_state::rtr, qp_state::rts})
+        ASSERT_EQ(move(act, qa, s), verbs_error::ok) << int(s);
+    ASSERT_EQ(query_qp(qa, &at, 0, nullptr), verbs_error::ok);
+    EXPECT_EQ(at.dest_qp_num, qp_num(qb));
+    EXPECT_EQ(at.max_dest_rd_atomic, 2) << "the REP's initiator depth";
+    EXPECT_EQ(at.max_rd_atomic, 3) << "the REP's responder resources";
+    EXPECT_EQ(at.rnr_retry, 4) << "the REP's";
+    EXPECT_EQ(at.rq_psn, b_sq_psn) << "the REQ's PSN: a receives from where b sends";
+    EXPECT_EQ(at.sq_psn, b_rq_psn) << "the REP's PSN";
+    ASSERT_EQ(establish(act), verbs_error::ok);
+    EXPECT_EQ(establish(act), verbs_error::inval) << "once";
+    ASSERT_TRUE(expect_event(b, cm_event_type::established));
+    EXPECT_EQ(cm_counters(a.cm).rtu_tx, 1u);
+
+    /* a SEND each way */
+    std::vector<uint8_t> abuf(256, 0xaa), bbuf(256, 0xbb);
+    mr *am = reg_mr(a.pd, abuf.data(), abuf.size(), access_local_write);
+    mr *bm = reg_mr(b.pd, bbuf.data(), bbuf.size(), access_local_write);
+    for (auto [from, to, fm, tm, fb, tb] :
+         {std::tuple{qa, qb, am, bm, abuf.data(), bbuf.data() + 128},
+          std::tuple{qb, qa, bm, am, bbuf.data(), abuf.data() + 128}}) {
+        sge rs{reinterpret_cast<uint64_t>(tb), 128, mr_lkey(tm)};
+        recv_wr r;
+        r.sg_list = &rs;
+        r.num_sge = 1;
+        recv_wr *rbad;
+        ASSERT_EQ(post_recv(to, &r, &rbad), verbs_error::ok);
+        sge ss{reinterpret_cast<uint64_t>(fb), 128, mr_lkey(fm)};
+        send_wr w;
+        w.sg_list = &ss;
+        w.num_sge = 1;
+        w.opcode = wr_opcode::send;
+        w.send_flags = send_signaled;
+        send_wr *sbad;
+        ASSERT_EQ(post_send(from, &w, &sbad), verbs_error::ok);
+    }
+    int got = 0;
+    ASSERT_TRUE(run_until([&] {
+        wc c;
+        for (cq *q : {a.cq, b.cq})
+            while (poll_cq(q, 1, &c) == 1) {
+                EXPECT_EQ(c.status, wc_status::success);
+                got++;
+            }
+        return got == 4;
+    }));
+    EXPECT_EQ(bbuf[128], 0xaa);
+    EXPECT_EQ(abuf[128], 0xbb);
+    ASSERT_EQ(disconnect(act), verbs_error::ok);
+    ASSERT_TRUE(expect_event(b, cm_event_type::disconnected));
+    ASSERT_EQ(disconnect(pas), verbs_error::ok);
+    ASSERT_TRUE(expect_event(a, cm_event_type::disconnected));
+    dereg_mr(am);
+    dereg_mr(bm);
+    EXPECT_EQ(uroce::destroy_qp(qa), verbs_error::ok);
+    EXPECT_EQ(uroce::destroy_qp(qb), verbs_error::ok);
+    EXPECT_EQ(destroy_id(act), verbs_error::ok);
+    EXPECT_EQ(destroy_id(pas), verbs_error::ok);
+}
+
+/* A UD id's QP, moved by its user (librdmacm's ucma_init_ud_qp). */
+TEST_F(cm_service_t, init_qp_attr_for_ud_ids) {
+    start();
+    cm_id *id = nullptr;
+    ASSERT_EQ(create_id(a.ch, &id, nullptr, rdma_port_space::udp), verbs_error::ok);
+    qp_init_attr ia = qp_init(a);
+    ia.qp_type = qp_type::ud;
+    qp *q = uroce::create_qp(a.pd, ia);
+    ASSERT_NE(q, nullptr);
+    for (qp_state s : {qp_state::init, qp_state::rtr, qp_state::rts}) {
+        qp_attr at;
+        at.qp_state = s;
+        unsigned mask = 0;
+        ASSERT_EQ(init_qp_attr(id, &at, &mask), verbs_error::ok);
+        ASSERT_EQ(modify_qp(q, at, mask), verbs_error::ok) << int(s);
+    }
+    qp_attr at;
+    ASSERT_EQ(query_qp(q, &at, 0, nullptr), verbs_error::ok);
+    EXPECT_EQ(at.qp_state, qp_state::rts);
+    EXPECT_EQ(at.qkey, rdma_udp_qkey);
+    at.qp_state = qp_state::sqd;
+    unsigned mask;
+    EXPECT_EQ(init_qp_attr(id, &at, &mask), verbs_error::inval);
+    EXPECT_EQ(uroce::destroy_qp(q), verbs_error::ok);
+    EXPECT_EQ(destroy_id(id), verbs_error::ok);
+}
+
 TEST_F(cm_service_t, passive_side_disconnects_first) {
     start();
     listen_b();
@@ -359,6 +528,32 @@ TEST_F(cm_service_t, peer_vanishing_before_rep_is_unreachable_after_the_retries)
     EXPECT_EQ(c.retries, 3u);
     EXPECT_EQ(c.timeouts, 1u);
     destroy(act);
+}
+
+/* rdma_destroy_id on an id whose REQ is unanswered: REJ timeout (cm.c
+ * cm_destroy_id), and the passive side's request, not answered by its user
+ * yet, ends in REJECTED (status 4, timeout), as Linux reports it. */
+TEST_F(cm_service_t, destroying_an_unanswered_connect_rejects_it_at_the_peer) {
+    start();
+    listen_b();
+    cm_id *act = resolve_a();
+    cm_conn_param cp;
+    ASSERT_EQ(connect(act, &cp), verbs_error::ok);
+    cm_id *pas = nullptr;
+    ASSERT_TRUE(expect_event(b, cm_event_type::connect_request, nullptr, &pas));
+    destroy(act);
+    int status = 0;
+    cm_id *got = nullptr;
+    ASSERT_TRUE(expect_event(b, cm_event_type::rejected, nullptr, &got, &status));
+    EXPECT_EQ(got, pas);
+    EXPECT_EQ(status, int(cm_rej_reason::timeout));
+    EXPECT_EQ(cm_counters(a.cm).rej_tx, 1u);
+    EXPECT_EQ(cm_counters(b.cm).rej_rx, 1u);
+    const cm_conn_param none;
+    EXPECT_NE(accept(pas, &none), verbs_error::ok) << "nothing left to accept";
+    destroy(pas);
+    EXPECT_TRUE(
+        run_until([&] { return cm_connection_count(a.cm) + cm_connection_count(b.cm) == 0; }));
 }
 
 TEST_F(cm_service_t, active_vanishing_after_rep_is_unreachable_on_the_passive_side) {

@@ -14,7 +14,9 @@
  *   4  B listens on its service (op bit 3: or stops)
  *   5  the pipe delivers up to (op >> 3) + 1 messages in order
  *   6  a user call on one of an agent's connections (the record's first
- *      byte picks it): accept, reject, disconnect or destroy (op bits 3-4)
+ *      byte picks it): accept (establish in REP_RCVD), reject, disconnect
+ *      or destroy (op bits 3-4); a REP with an odd QPN leaves the active
+ *      side in REP_RCVD (a QP its user moves)
  *   7  the pipe loses its next message
  * B answers each CONNECT_REQUEST itself when op bit 6 of the record that
  * caused it is set (accept), else leaves it for op 6.
@@ -77,6 +79,8 @@ struct node final : cm_agent::endpoint {
         if (f.to) pipe->push_back(f);
     }
     bool qp_to_rts(cm_conn &, const cm_rep &rep) override { return rep.local_qpn() != 0; }
+    /* an odd peer QPN: the user moves its QP (REP_RCVD until establish) */
+    bool user_moves_qp(cm_conn &c) override { return c.remote_qpn() & 1; }
     void qp_established(cm_conn &) override {}
     void qp_to_error(cm_conn &) override {}
     void event(cm_conn &c, cm_conn_event e) override {
@@ -179,6 +183,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             if (!c) break;
             switch ((op >> 3) & 3) {
             case 0: {
+                if (c->state() == cm_state::rep_rcvd) { /* rdma_establish */
+                    c->establish();
+                    break;
+                }
                 cm_rep_params p;
                 p.local_qpn = 0x43;
                 c->accept(p, now);
