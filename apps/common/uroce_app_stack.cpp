@@ -162,7 +162,8 @@ std::unique_ptr<stack> stack::create(const stack_options &o, std::string &err) {
      * in one pass): size the pool's rooms for the largest frame. */
     const uint32_t frame =
         std::min<uint32_t>(st->port_->caps().max_frame_len, UINT16_MAX - RTE_PKTMBUF_HEADROOM);
-    st->tx_pool_ = make_pktmbuf_pool("tx_" + o.name, 8191 * o.shards, uint16_t(frame), err);
+    st->tx_pool_ = make_pktmbuf_pool(
+        "tx_" + o.name, o.tx_pool_mbufs ? o.tx_pool_mbufs : 8191 * o.shards, uint16_t(frame), err);
     if (!st->tx_pool_) return nullptr;
 
     local_addr_table addrs;
@@ -189,6 +190,7 @@ std::unique_ptr<stack> stack::create(const stack_options &o, std::string &err) {
         dc.gids[dc.num_gids++] = *st->addrs().gid_at(i);
     dc.max_mtu = st->max_mtu();
     dc.cc = o.cc;
+    if (o.max_qp) dc.max_qp = o.max_qp;
     /* One shard keeps the default device (QPNs 0x11..); with several, shard
      * 0 takes the first slice of the QPN space and the others theirs. */
     if (o.shards > 1) shard_qpn_range(dc, 0);

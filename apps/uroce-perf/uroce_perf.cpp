@@ -69,7 +69,9 @@ struct options {
     uint16_t tcp_port = oob::default_port;
     std::string server;
     uint32_t timeout_s = 10;
-    bool rdma_cm = false; /* -R */
+    bool rdma_cm = false;    /* -R */
+    bool counters = false;   /* --counters: both stacks' counters at the end */
+    unsigned ring_slots = 0; /* --ring: the net_ring pair's slots (0: a whole TX pool) */
 };
 
 bool parse_test(const std::string &name, verb &v, test_kind &k) {
@@ -137,7 +139,7 @@ int parse_args(int argc, char **argv, options &o) {
     cl.add(app::flag_option("all", 'a', "all sizes 2..2^23", o.all_sizes));
     cl.add(app::number_option("duration", 'D', "sec", "run for a time instead of -n", 1, 3600,
                               [&o](long n) { o.p.duration_s = double(n); }));
-    cl.add(app::number_option("qp", 'q', "n", "number of QPs (default 1)", 1, 64,
+    cl.add(app::number_option("qp", 'q', "n", "number of QPs (default 1)", 1, 16384,
                               [&o](long n) { o.p.num_qps = int(n); }));
     cl.add(app::number_option("tx-depth", 't', "n", "outstanding WRs per QP (default 128)", 1, 4096,
                               [&o](long n) { o.p.tx_depth = uint32_t(n); }));
@@ -150,6 +152,13 @@ int parse_args(int argc, char **argv, options &o) {
     cl.add(app::flag_option("CPU-freq", 'F', "accepted (uroce measures with a monotonic clock)",
                             cpu_freq));
     cl.add(app::flag_option("report_gbits", 0, "bandwidth in Gb/s", o.report_gbits));
+    cl.add(app::flag_option("counters", 0, "--loopback: print both stacks' counters at the end",
+                            o.counters));
+    cl.add(app::number_option("ring", 0, "n",
+                              "--loopback: slots of each net_ring direction, a power of two\n"
+                              "(default: as many as a TX pool has mbufs, so the ring never\n"
+                              "refuses a frame; smaller exercises back-pressure)",
+                              64, 1 << 20, [&o](long n) { o.ring_slots = unsigned(n); }));
     cl.add({"connection", 'c', "type",
             "connection type: RC (default), UC (send and write tests)\n"
             "or UD (send tests; Q_Key 0x11111111, 40-byte GRH in front of\n"
@@ -280,6 +289,40 @@ int parse_args(int argc, char **argv, options &o) {
 
 /* ---------------------------------------------------------------- loopback */
 
+/* The transport keeps at most this many PSNs of an RC QP unacknowledged
+ * (max_unacked_psns, doc/loss-recovery.md): the most frames one QP has in
+ * flight, whatever -t says. */
+constexpr uint64_t rc_window_psns = 128;
+/* The TX pool's bounds: the apps' default, and what memory allows (an mbuf
+ * holds a 9000-byte frame: 32767 of them are about 300 MiB per stack). */
+constexpr unsigned min_pool_mbufs = 8191, max_pool_mbufs = 32767;
+
+/* A loopback stack's TX pool, from the QP count and the window: every QP's
+ * frames in flight (-t messages of the largest size, at most the RC window)
+ * plus room for the ACKs and ARP, within the bounds above. Beyond the upper
+ * bound the transport waits for mbufs (dev tx_mbuf_waits) instead of
+ * failing, so the pool bounds memory, not correctness. A power of two
+ * minus one, as a ring's capacity (the net_ring pair's rings hold a whole
+ * pool: the ring is never what refuses a frame). */
+unsigned loopback_pool_mbufs(const options &o) {
+    const uint64_t frames_per_msg = std::max<uint64_t>(
+        1, (o.p.max_size + mtu_to_bytes(o.p.path_mtu) - 1) / mtu_to_bytes(o.p.path_mtu));
+    uint64_t window = uint64_t(o.p.tx_depth) * frames_per_msg;
+    if (o.p.conn == qp_type::rc) window = std::min(window, rc_window_psns);
+    const uint64_t want = uint64_t(o.p.num_qps) * window + 1024;
+    const unsigned sized =
+        std::min(rte_align32pow2(uint32_t(std::min<uint64_t>(want, 1u << 30))) - 1, max_pool_mbufs);
+    return std::max(sized, min_pool_mbufs * o.stack.shards);
+}
+
+/* EAL memory without hugepages: the two stacks' pools and the perftest
+ * buffers' bookkeeping grow with the pool (-q). */
+unsigned loopback_memory_mb(const options &o) {
+    const unsigned extra = loopback_pool_mbufs(o) - min_pool_mbufs;
+    /* about 9.3 KB per mbuf of a 9000-byte frame, two stacks */
+    return memory_mb + unsigned(uint64_t(extra) * 2 * 9400 / (1u << 20));
+}
+
 /* The bare net_ring pair's packet rate with 64-byte frames: the ceiling a
  * one-core run of two stacks can approach (measured in the same run). */
 double ring_ceiling_mpps(ethdev_port &a, ethdev_port &b, rte_mempool *pool) {
@@ -388,8 +431,13 @@ int run_loopback(options &o) {
     /* With shards every shard sends on its own TX queue into the one ring
      * (multi-producer); the peer's single RX queue is read by its shard 0. */
     const unsigned flags = n_shards > 1 ? RING_F_SC_DEQ : RING_F_SP_ENQ | RING_F_SC_DEQ;
-    rte_ring *ab = rte_ring_create("uroce_perf_ab", 4096, int(rte_socket_id()), flags);
-    rte_ring *ba = rte_ring_create("uroce_perf_ba", 4096, int(rte_socket_id()), flags);
+    /* Each ring holds a whole TX pool, so a full ring never holds frames
+     * back (with 64 QPs and more, 4096 entries did) */
+    const unsigned pool_mbufs = loopback_pool_mbufs(o);
+    const unsigned ring_size =
+        o.ring_slots ? rte_align32pow2(o.ring_slots) : rte_align32pow2(pool_mbufs + 1);
+    rte_ring *ab = rte_ring_create("uroce_perf_ab", ring_size, int(rte_socket_id()), flags);
+    rte_ring *ba = rte_ring_create("uroce_perf_ba", ring_size, int(rte_socket_id()), flags);
     if (!ab || !ba) {
         std::fprintf(stderr, "uroce-perf: cannot create the net_ring pair's rings: %s\n",
                      rte_strerror(rte_errno));
@@ -414,6 +462,9 @@ int run_loopback(options &o) {
     sb.mac = rte_ether_addr{{0x02, 0, 0, 0x88, 0, 2}};
     sa.name = "client";
     sb.name = "server";
+    sa.tx_pool_mbufs = sb.tx_pool_mbufs = pool_mbufs;
+    /* -q QPs per stack (and the QPN space's slack of the default) */
+    sa.max_qp = sb.max_qp = std::max<uint32_t>(1024, uint32_t(o.p.num_qps) + 16);
     /* Lcore k polls shard k of both stacks (and runs its endpoints). */
     sa.run_shard_lcores = sb.run_shard_lcores = false;
     sb.pcap.clear();
@@ -588,7 +639,7 @@ int run_loopback(options &o) {
         if (n_shards > 1) print_fanout(*a, *b);
         if (rc) break;
     }
-    if (rc) {
+    if (rc || o.counters) {
         a->print_counters(stderr);
         b->print_counters(stderr);
     }
@@ -873,7 +924,8 @@ int main(int argc, char **argv) {
     /* The whole command line first: --help and usage errors before EAL. */
     if (int rc = perf::parse_args(argc, argv, o); rc >= 0) return rc;
     std::string err;
-    auto eal = app::start_eal(o.eal_args, o.stack.shards, perf::memory_mb, err);
+    auto eal = app::start_eal(o.eal_args, o.stack.shards,
+                              o.loopback ? perf::loopback_memory_mb(o) : perf::memory_mb, err);
     if (!eal) {
         std::fprintf(stderr, "uroce-perf: %s\n", err.c_str());
         return app::exit_failure;
