@@ -162,8 +162,7 @@ std::unique_ptr<stack> stack::create(const stack_options &o, std::string &err) {
      * in one pass): size the pool's rooms for the largest frame. */
     const uint32_t frame =
         std::min<uint32_t>(st->port_->caps().max_frame_len, UINT16_MAX - RTE_PKTMBUF_HEADROOM);
-    st->tx_pool_ = make_pktmbuf_pool(
-        "tx_" + o.name, o.tx_pool_mbufs ? o.tx_pool_mbufs : 8191 * o.shards, uint16_t(frame), err);
+    st->tx_pool_ = make_pktmbuf_pool("tx_" + o.name, 8191 * o.shards, uint16_t(frame), err);
     if (!st->tx_pool_) return nullptr;
 
     local_addr_table addrs;

@@ -52,10 +52,7 @@ struct stack_options {
      * poll_shard(i) loop) until it is destroyed; the app's thread is shard 0.
      * false: the app launches its own loops (uroce-perf's loopback does). */
     bool run_shard_lcores = true;
-    /* TX mbufs in the stack's pool (0: 8191 per shard) and QPs per device
-     * (0: device_config's default): uroce-perf sizes both from -q and the
-     * window (doc/performance.md). */
-    unsigned tx_pool_mbufs = 0;
+    /* QPs per device (0: device_config's default, 1024): uroce-perf -q 4096. */
     uint32_t max_qp = 0;
 };
 

@@ -134,6 +134,13 @@ std::string endpoint::create() {
     return {};
 }
 
+qp_counters endpoint::qp_totals() const {
+    qp_counters t;
+    for (const qp *q : qps_)
+        qp_counters_add(t, qp_counters_of(q));
+    return t;
+}
+
 void endpoint::fill_pattern(uint8_t seed) {
     for (size_t i = 0; i < buf_.size(); i++)
         buf_[i] = uint8_t(i * 7 + i / 251 + seed);

@@ -115,6 +115,8 @@ class endpoint {
     std::string run_lat(uint64_t size, bool client, lat_result &out);
 
     app::stack &stack() const { return st_; }
+    /* The sum of this side's QPs' counters (--counters). */
+    qp_counters qp_totals() const;
 
     /* Data check of a loopback run: both halves of every QP's buffer get a
      * pattern of their own (seed); after WRITE/SEND/READ from requester's

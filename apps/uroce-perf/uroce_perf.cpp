@@ -284,44 +284,29 @@ int parse_args(int argc, char **argv, options &o) {
     for (uint64_t s : o.sizes)
         o.p.max_size = std::max(o.p.max_size, s);
     o.p.max_size = std::max<uint64_t>(o.p.max_size, 64);
+    /* -q QPs on the device (its default table holds 1024), plus -R's
+     * control QP and slack */
+    o.stack.max_qp = std::max<uint32_t>(1024, uint32_t(o.p.num_qps) + 16);
     return -1;
 }
 
 /* ---------------------------------------------------------------- loopback */
 
-/* The transport keeps at most this many PSNs of an RC QP unacknowledged
- * (max_unacked_psns, doc/loss-recovery.md): the most frames one QP has in
- * flight, whatever -t says. */
-constexpr uint64_t rc_window_psns = 128;
-/* The TX pool's bounds: the apps' default, and what memory allows (an mbuf
- * holds a 9000-byte frame: 32767 of them are about 300 MiB per stack). */
-constexpr unsigned min_pool_mbufs = 8191, max_pool_mbufs = 32767;
-
-/* A loopback stack's TX pool, from the QP count and the window: every QP's
- * frames in flight (-t messages of the largest size, at most the RC window)
- * plus room for the ACKs and ARP, within the bounds above. Beyond the upper
- * bound the transport waits for mbufs (dev tx_mbuf_waits) instead of
- * failing, so the pool bounds memory, not correctness. A power of two
- * minus one, as a ring's capacity (the net_ring pair's rings hold a whole
- * pool: the ring is never what refuses a frame). */
+/* Each loopback stack's TX pool: the apps' default, 8191 mbufs per shard,
+ * whatever -q is. More QPs than that have frames in flight wait for mbufs
+ * (dev tx_mbuf_waits), they do not fail. A pool sized from the windows
+ * instead (-q x -t frames, 32767 mbufs at 4096 QPs) was worse: on one core
+ * a frame waits behind every frame in flight, and 32767 of them at the
+ * rate of thousands of QPs took longer than the ACK timeout (67 ms at
+ * perftest's -u 14): 50,000 timeouts and go-back-N resends a second, a
+ * third of the rate of 8191 mbufs, which had none (doc/performance.md). */
 unsigned loopback_pool_mbufs(const options &o) {
-    const uint64_t frames_per_msg = std::max<uint64_t>(
-        1, (o.p.max_size + mtu_to_bytes(o.p.path_mtu) - 1) / mtu_to_bytes(o.p.path_mtu));
-    uint64_t window = uint64_t(o.p.tx_depth) * frames_per_msg;
-    if (o.p.conn == qp_type::rc) window = std::min(window, rc_window_psns);
-    const uint64_t want = uint64_t(o.p.num_qps) * window + 1024;
-    const unsigned sized =
-        std::min(rte_align32pow2(uint32_t(std::min<uint64_t>(want, 1u << 30))) - 1, max_pool_mbufs);
-    return std::max(sized, min_pool_mbufs * o.stack.shards);
+    return 8191 * o.stack.shards; /* a power of two minus one: a ring holds it all */
 }
 
-/* EAL memory without hugepages: the two stacks' pools and the perftest
- * buffers' bookkeeping grow with the pool (-q). */
-unsigned loopback_memory_mb(const options &o) {
-    const unsigned extra = loopback_pool_mbufs(o) - min_pool_mbufs;
-    /* about 9.3 KB per mbuf of a 9000-byte frame, two stacks */
-    return memory_mb + unsigned(uint64_t(extra) * 2 * 9400 / (1u << 20));
-}
+/* Rounds of both stacks per step of the loopback's loop while a ring
+ * holds a burst or more. */
+constexpr unsigned drain_rounds = 64;
 
 /* The bare net_ring pair's packet rate with 64-byte frames: the ceiling a
  * one-core run of two stacks can approach (measured in the same run). */
@@ -388,6 +373,22 @@ void print_fanout(const app::stack &a, const app::stack &b) {
                         (unsigned long)f.fanout_out, (unsigned long)f.fanout_in,
                         (unsigned long)f.fanout_ring_full);
         }
+}
+
+/* --counters: what every QP of each side counted, summed (the stacks'
+ * dumps at the end come after the QPs are gone). */
+void print_qp_totals(const std::vector<std::unique_ptr<endpoint>> &clients,
+                     const std::vector<std::unique_ptr<endpoint>> &servers) {
+    for (const auto *side : {&clients, &servers}) {
+        qp_counters t;
+        for (const auto &e : *side)
+            qp_counters_add(t, e->qp_totals());
+        for (const counter_desc &d : qp_counter_table)
+            if (uint64_t v = counter_value(t, d))
+                std::fprintf(stderr, "  %s QPs %-22s %12lu  %s\n",
+                             side == &clients ? "client" : "server", d.name, (unsigned long)v,
+                             d.description);
+    }
 }
 
 /* A latency test over the ring: the client endpoint runs perftest's
@@ -462,9 +463,6 @@ int run_loopback(options &o) {
     sb.mac = rte_ether_addr{{0x02, 0, 0, 0x88, 0, 2}};
     sa.name = "client";
     sb.name = "server";
-    sa.tx_pool_mbufs = sb.tx_pool_mbufs = pool_mbufs;
-    /* -q QPs per stack (and the QPN space's slack of the default) */
-    sa.max_qp = sb.max_qp = std::max<uint32_t>(1024, uint32_t(o.p.num_qps) + 16);
     /* Lcore k polls shard k of both stacks (and runs its endpoints). */
     sa.run_shard_lcores = sb.run_shard_lcores = false;
     sb.pcap.clear();
@@ -523,13 +521,25 @@ int run_loopback(options &o) {
         uint64_t lat_size = 0; /* the size a latency test runs at */
         for (unsigned k = 0; k < n_shards; k++) {
             progress[k] = [&, k] {
-                a->poll_shard(k);
-                b->poll_shard(k);
-                /* The server endpoint is the passive side: it reposts
-                 * receives (bw), or answers each ping (lat). */
-                if (servers[k] && serr[k].empty())
-                    serr[k] = kind == test_kind::lat ? servers[k]->lat_respond(lat_size)
-                                                     : servers[k]->service();
+                /* One core runs both ends: each reads what the other sent
+                 * this round, not one burst of it. A round sends up to 64
+                 * frames per scheduled QP (the server an ACK per QP); with
+                 * thousands of QPs, one burst a round let the rings'
+                 * backlog, and each frame's wait in it, grow past the ACK
+                 * timeout. Shard 0 alone reads the rings. */
+                unsigned rounds = 0;
+                do {
+                    a->poll_shard(k);
+                    b->poll_shard(k);
+                    /* The server endpoint is the passive side: it reposts
+                     * receives (bw), or answers each ping (lat). */
+                    if (servers[k] && serr[k].empty())
+                        serr[k] = kind == test_kind::lat ? servers[k]->lat_respond(lat_size)
+                                                         : servers[k]->service();
+                } while (
+                    k == 0 &&
+                    (rte_ring_count(ab) >= engine::burst || rte_ring_count(ba) >= engine::burst) &&
+                    ++rounds < drain_rounds);
             };
             clients[k] = std::make_unique<endpoint>(*a, pk[k], progress[k], k);
             servers[k] = std::make_unique<endpoint>(*b, pk[k], progress[k], k);
@@ -627,6 +637,7 @@ int run_loopback(options &o) {
                 break;
             }
             print_bw_line(stdout, r, o.report_gbits);
+            if (o.counters) print_qp_totals(clients, servers);
             /* Frames per message at this MTU, both directions' share of the ring ceiling. */
             const uint32_t pmtu = mtu_to_bytes(p.path_mtu);
             const double pkts = double((size + pmtu - 1) / pmtu);
@@ -924,8 +935,7 @@ int main(int argc, char **argv) {
     /* The whole command line first: --help and usage errors before EAL. */
     if (int rc = perf::parse_args(argc, argv, o); rc >= 0) return rc;
     std::string err;
-    auto eal = app::start_eal(o.eal_args, o.stack.shards,
-                              o.loopback ? perf::loopback_memory_mb(o) : perf::memory_mb, err);
+    auto eal = app::start_eal(o.eal_args, o.stack.shards, perf::memory_mb, err);
     if (!eal) {
         std::fprintf(stderr, "uroce-perf: %s\n", err.c_str());
         return app::exit_failure;
