@@ -207,7 +207,7 @@ std::string endpoint::connect(const std::vector<oob::perftest::key> &remote,
         at.sq_psn = psn_[i];
         mask = qp_attr_state | qp_attr_sq_psn;
         if (rc) {
-            at.timeout = 14;
+            at.timeout = p_.qp_timeout;
             at.retry_cnt = 7;
             at.rnr_retry = 7;
             at.max_rd_atomic = uint8_t(

@@ -37,6 +37,7 @@ struct perf_params {
     uint32_t rx_depth = 512;    /* perftest's default -r */
     uint32_t cq_mod = 100;      /* perftest's default --cq-mod: one signaled WR per this many */
     uint8_t out_reads = 16;     /* max_rd_atomic for READ/atomic */
+    uint8_t qp_timeout = 14;    /* -u: local ACK timeout, 4.096 us x 2^u */
     qp_type conn = qp_type::rc; /* -c RC, UC (send/write) or UD (send) */
     uint32_t inline_size = 0;   /* -I: SENDs and WRITEs up to this size go inline */
     /* bytes of each half of a QP's buffer (target, source): the largest

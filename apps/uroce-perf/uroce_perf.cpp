@@ -143,6 +143,9 @@ int parse_args(int argc, char **argv, options &o) {
                               [&o](long n) { o.p.num_qps = int(n); }));
     cl.add(app::number_option("tx-depth", 't', "n", "outstanding WRs per QP (default 128)", 1, 4096,
                               [&o](long n) { o.p.tx_depth = uint32_t(n); }));
+    cl.add(app::number_option("qp-timeout", 'u', "n",
+                              "local ACK timeout, 4.096 us x 2^n (default 14: 67 ms)", 0, 31,
+                              [&o](long n) { o.p.qp_timeout = uint8_t(n); }));
     cl.add(app::number_option("outs", 'o', "n", "outstanding READs/atomics (default 16)", 1, 128,
                               [&o](long n) { o.p.out_reads = uint8_t(n); }));
     cl.add(app::number_option("gid-index", 'x', "idx",

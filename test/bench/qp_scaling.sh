@@ -8,19 +8,22 @@
 # table shows the median of the rounds. Issue 14's target: at 4096 QPs the
 # 64 B SEND rate >= 0.7x the 1-QP rate, with no failures.
 #
-# Usage: test/bench/qp_scaling.sh [UROCE_PERF] [-D SECONDS] [-r ROUNDS] [-q "1 16 ..."]
-# (default build/apps/uroce-perf/uroce-perf, -D 1, -r 3, -q "1 16 256 1024 4096")
+# Usage: test/bench/qp_scaling.sh [UROCE_PERF] [-D SECONDS] [-r ROUNDS] [-q "1 16 ..."] [-u N]
+# (default build/apps/uroce-perf/uroce-perf, -D 1, -r 3, -q "1 16 256 1024 4096";
+# -u: the QPs' ACK timeout, 4.096 us x 2^N, uroce-perf's default 14 = 67 ms)
 set -u
 bin=build/apps/uroce-perf/uroce-perf
 secs=1
 rounds=3
 qps="1 16 256 1024 4096"
+timeout_args=()
 while [ $# -gt 0 ]; do
   case "$1" in
     -D) secs=$2; shift 2 ;;
     -r) rounds=$2; shift 2 ;;
     -q) qps=$2; shift 2 ;;
-    -h|--help) sed -n '3,13p' "$0"; exit 0 ;;
+    -u) timeout_args=(-u "$2"); shift 2 ;;
+    -h|--help) sed -n '3,15p' "$0"; exit 0 ;;
     *) bin=$1; shift ;;
   esac
 done
@@ -31,16 +34,17 @@ trap 'rm -rf "$tmp"' EXIT
 
 # one run: TEST SIZE QPS ROUND -> $tmp/TEST.QPS.ROUND (rate) and .rss (KiB)
 run() {
-  local test=$1 size=$2 q=$3 r=$4 out="$tmp/$1.$3.$4"
+  local test=$1 size=$2 q=$3 r=$4 out="$tmp/rate.$1.$3.$4"
   /usr/bin/time -f '%M' -o "$out.rss" "$bin" --loopback "$test" -s "$size" -q "$q" -D "$secs" \
-    --report_gbits --counters >"$out.log" 2>&1
+    --report_gbits --counters "${timeout_args[@]}" >"$out.log" 2>&1
   local rc=$?
   # perftest's line: size, iterations, peak, average (Gb/s), Mpps
   local line
   line=$(grep -E "^ +$size +[0-9]+ " "$out.log" | head -1)
   if [ $rc -ne 0 ] || [ -z "$line" ]; then
-    echo "qp_scaling: $test -q $q failed (exit $rc):" >&2
-    tail -5 "$out.log" >&2
+    cp "$out.log" "/tmp/qp_scaling-$test-q$q-r$r.log"
+    echo "qp_scaling: $test -q $q failed (exit $rc; log in /tmp/qp_scaling-$test-q$q-r$r.log):" >&2
+    grep 'uroce-perf:' "$out.log" >&2
     echo "FAIL" >"$out"
     return
   fi
@@ -61,19 +65,20 @@ for r in $(seq 1 "$rounds"); do
 done
 
 cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
-echo "uroce-perf --loopback, one core both ends, -D $secs, median of $rounds interleaved rounds"
+echo "uroce-perf --loopback ${timeout_args[*]}, one core both ends, -D $secs, median of $rounds interleaved rounds"
 echo "CPU: $cpu ($(nproc) CPUs); load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%6s  %12s %7s  %12s %7s  %9s %11s  %12s %5s\n' QPs "SEND64 Mmsg/s" ratio "WRITE64K Gb/s" ratio \
   "RSS MiB" "KiB per QP" "mbuf waits" bad
 base_send= base_write= base_rss=
 fail=0
 for q in $qps; do
-  send=$(cat "$tmp"/send_bw."$q".* 2>/dev/null | grep -v FAIL | median)
-  write=$(cat "$tmp"/write_bw."$q".* 2>/dev/null | grep -v FAIL | median)
-  rss=$(cat "$tmp"/send_bw."$q".*.rss "$tmp"/write_bw."$q".*.rss 2>/dev/null | sort -g | tail -1)
-  waits=$(cat "$tmp"/*."$q".*.waits 2>/dev/null | awk '{s += $1} END {print s + 0}')
-  bad=$(cat "$tmp"/*."$q".*.bad 2>/dev/null | awk '{s += $1} END {print s + 0}')
-  nfail=$(cat "$tmp"/send_bw."$q".? "$tmp"/write_bw."$q".? 2>/dev/null | grep -c FAIL)
+  rates() { for r in $(seq 1 "$rounds"); do cat "$tmp/rate.$1.$q.$r"; done 2>/dev/null; }
+  send=$(rates send_bw | grep -v FAIL | median)
+  write=$(rates write_bw | grep -v FAIL | median)
+  rss=$(cat "$tmp"/rate.*."$q".*.rss 2>/dev/null | sort -g | tail -1)
+  waits=$(cat "$tmp"/rate.*."$q".*.waits 2>/dev/null | awk '{s += $1} END {print s + 0}')
+  bad=$(cat "$tmp"/rate.*."$q".*.bad 2>/dev/null | awk '{s += $1} END {print s + 0}')
+  nfail=$( (rates send_bw; rates write_bw) | grep -c FAIL)
   [ "$nfail" -gt 0 ] || [ "$bad" -gt 0 ] && fail=1
   [ -z "$base_send" ] && base_send=$send base_write=$write base_rss=${rss:-0} base_q=$q
   ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a == "FAIL" || b == "FAIL" || b == 0) print "-"; else printf "%.2f", a / b}'; }
