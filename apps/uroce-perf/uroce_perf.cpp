@@ -636,6 +636,7 @@ int run_loopback(options &o) {
             if (!e.empty()) {
                 std::fprintf(stderr, "uroce-perf: %s %lu B: %s\n", verb_title(op, kind),
                              (unsigned long)size, e.c_str());
+                if (o.counters) print_qp_totals(clients, servers);
                 rc = 1;
                 break;
             }
