@@ -52,6 +52,8 @@ struct stack_options {
      * poll_shard(i) loop) until it is destroyed; the app's thread is shard 0.
      * false: the app launches its own loops (uroce-perf's loopback does). */
     bool run_shard_lcores = true;
+    /* QPs per device (0: device_config's default, 1024): uroce-perf -q 4096. */
+    uint32_t max_qp = 0;
 };
 
 class stack {

@@ -52,7 +52,8 @@ endpoint::~endpoint() {
     if (owns_qps_)
         for (qp *q : qps_)
             destroy_qp(q);
-    if (cq_) destroy_cq(cq_);
+    for (cq *c : cqs_)
+        destroy_cq(c);
     if (mr_) dereg_mr(mr_);
     if (pd_) dealloc_pd(pd_);
 }
@@ -66,16 +67,29 @@ std::string endpoint::create_resources() {
         pd_, buf_.data(), buf_.size(),
         access_local_write | access_remote_write | access_remote_read | access_remote_atomic, &err);
     if (!mr_) return std::string("reg_mr: ") + verbs_error_str(err);
-    cq_ = create_cq(st_.ctx(shard_), int((p_.tx_depth + p_.rx_depth) * uint32_t(p_.num_qps)),
-                    nullptr, &err);
-    if (!cq_) return std::string("create_cq: ") + verbs_error_str(err);
+    /* perftest sizes one CQ for every QP's WRs; at thousands of QPs that is
+     * more than a CQ holds (max_cqe), so each CQ takes as many QPs as fit. */
+    device_attr da;
+    if (verbs_error e = query_device(st_.ctx(shard_), &da); e != verbs_error::ok)
+        return std::string("query_device: ") + verbs_error_str(e);
+    const uint64_t per_qp = uint64_t(p_.tx_depth) + p_.rx_depth;
+    if (per_qp > da.max_cqe)
+        return "-t " + std::to_string(p_.tx_depth) + " plus -r " + std::to_string(p_.rx_depth) +
+               " is more than a CQ holds (" + std::to_string(da.max_cqe) + ")";
+    qps_per_cq_ = size_t(std::min<uint64_t>(da.max_cqe / per_qp, uint64_t(p_.num_qps)));
+    for (size_t left = size_t(p_.num_qps); left > 0;) {
+        const size_t n = std::min(left, qps_per_cq_);
+        cq *c = create_cq(st_.ctx(shard_), int(per_qp * n), nullptr, &err);
+        if (!c) return std::string("create_cq: ") + verbs_error_str(err);
+        cqs_.push_back(c);
+        left -= n;
+    }
     return {};
 }
 
 qp_init_attr endpoint::qp_attrs() const {
     qp_init_attr ia;
-    ia.send_cq = cq_;
-    ia.recv_cq = cq_;
+    ia.send_cq = ia.recv_cq = cqs_[std::min(qps_.size() / qps_per_cq_, cqs_.size() - 1)];
     ia.qp_type = p_.conn;
     ia.cap.max_send_wr = p_.tx_depth;
     ia.cap.max_recv_wr = p_.rx_depth;
@@ -110,6 +124,13 @@ std::string endpoint::create() {
     }
     recv_posted_.assign(qps_.size(), 0);
     return {};
+}
+
+qp_counters endpoint::qp_totals() const {
+    qp_counters t;
+    for (const qp *q : qps_)
+        qp_counters_add(t, qp_counters_of(q));
+    return t;
 }
 
 void endpoint::fill_pattern(uint8_t seed) {
@@ -165,7 +186,7 @@ std::string endpoint::connect(const std::vector<oob::perftest::key> &remote,
         a.sq_psn = psn_[i];
         a.max_dest_rd_atomic = p_.out_reads;
         a.min_rnr_timer = 12;
-        a.timeout = 14;
+        a.timeout = p_.qp_timeout;
         a.retry_cnt = 7;
         a.rnr_retry = 7;
         a.max_rd_atomic = uint8_t(
@@ -179,20 +200,34 @@ std::string endpoint::connect(const std::vector<oob::perftest::key> &remote,
 }
 
 std::string endpoint::post_receives() {
-    for (size_t i = 0; i < qps_.size(); i++) {
-        sge s{uint64_t(uintptr_t(buf(i))), uint32_t(half()), mr_lkey(mr_)};
-        recv_wr wr;
-        wr.wr_id = recv_tag | i;
-        wr.sg_list = &s;
-        wr.num_sge = 1;
-        recv_wr *bad;
-        while (recv_posted_[i] < p_.rx_depth) {
-            if (verbs_error e = post_recv(qps_[i], &wr, &bad); e != verbs_error::ok)
-                return std::string("post_recv: ") + verbs_error_str(e);
-            recv_posted_[i]++;
-        }
+    for (size_t i = 0; i < qps_.size(); i++)
+        if (std::string e = post_receives(i); !e.empty()) return e;
+    return {};
+}
+
+std::string endpoint::post_receives(size_t i) {
+    sge s{uint64_t(uintptr_t(buf(i))), uint32_t(half()), mr_lkey(mr_)};
+    recv_wr wr;
+    wr.wr_id = recv_tag | i;
+    wr.sg_list = &s;
+    wr.num_sge = 1;
+    recv_wr *bad;
+    while (recv_posted_[i] < p_.rx_depth) {
+        if (verbs_error e = post_recv(qps_[i], &wr, &bad); e != verbs_error::ok)
+            return std::string("post_recv: ") + verbs_error_str(e);
+        recv_posted_[i]++;
     }
     return {};
+}
+
+int endpoint::poll_cqs(int max, wc *out) {
+    int n = 0;
+    for (size_t k = 0; k < cqs_.size() && n < max; k++) {
+        cq *c = cqs_[(next_cq_ + k) % cqs_.size()];
+        n += poll_cq(c, max - n, out + n);
+    }
+    next_cq_ = (next_cq_ + 1) % cqs_.size();
+    return n;
 }
 
 std::string endpoint::post_one(size_t qi, uint64_t size, bool signaled, uint64_t wr_id) {
@@ -267,9 +302,17 @@ std::string endpoint::run_bw(uint64_t size, bw_result &out,
     uint64_t total_done = 0;
     bool stopping = false;
     wc wcs[32];
+    /* The QPs that may have room: all at first, then those a completion
+     * came for, so that a round costs what happened in it, not a scan of
+     * every QP (thousands with -q 4096). */
+    std::vector<size_t> ready(nq);
+    std::vector<uint8_t> is_ready(nq, 1);
+    for (size_t qi = 0; qi < nq; qi++)
+        ready[qi] = qi;
     for (;;) {
-        for (size_t qi = 0; qi < nq && !stopping; qi++) {
-            while (posted[qi] - done[qi] < depth && posted[qi] < per_qp) {
+        for (size_t qi : ready) {
+            is_ready[qi] = 0;
+            while (!stopping && posted[qi] - done[qi] < depth && posted[qi] < per_qp) {
                 since_signal[qi]++;
                 bool sig = since_signal[qi] == cq_mod || posted[qi] + 1 == per_qp;
                 if (peak.enabled()) peak.posted(since_t0(clock::now()));
@@ -279,13 +322,19 @@ std::string endpoint::run_bw(uint64_t size, bw_result &out,
                 posted[qi]++;
             }
         }
+        ready.clear();
         progress_();
-        int n = poll_cq(cq_, 32, wcs);
+        int n = poll_cqs(32, wcs);
         if (std::string e = poll_errors(wcs, n); !e.empty()) return e;
         const auto now = clock::now();
         for (int i = 0; i < n; i++) {
             if (wcs[i].wr_id & recv_tag) continue;
-            done[wr_qp(wcs[i].wr_id)] += wr_covered(wcs[i].wr_id);
+            const size_t qi = wr_qp(wcs[i].wr_id);
+            done[qi] += wr_covered(wcs[i].wr_id);
+            if (!is_ready[qi]) {
+                is_ready[qi] = 1;
+                ready.push_back(qi);
+            }
             total_done += wr_covered(wcs[i].wr_id);
             peak.completed(since_t0(now), wr_covered(wcs[i].wr_id));
         }
@@ -343,7 +392,7 @@ std::string endpoint::serve_send_bw(uint64_t size, uint64_t iters, bw_result &ou
     clock::time_point first{};
     while (got < want) {
         progress_();
-        int n = poll_cq(cq_, 32, wcs);
+        int n = poll_cqs(32, wcs);
         if (std::string e = poll_errors(wcs, n); !e.empty()) return e;
         uint64_t received = 0;
         for (int i = 0; i < n; i++) {
@@ -355,7 +404,10 @@ std::string endpoint::serve_send_bw(uint64_t size, uint64_t iters, bw_result &ou
             last = clock::now();
             if (received && got == 0) first = last;
             got += received;
-            if (std::string e = post_receives(); !e.empty()) return e;
+            for (int i = 0; i < n; i++)
+                if (wcs[i].wr_id & recv_tag)
+                    if (std::string e = post_receives(size_t(wcs[i].wr_id & ~recv_tag)); !e.empty())
+                        return e;
         } else if (clock::now() - last > std::chrono::seconds(10)) {
             return "no message for 10 s (" + std::to_string(got) + " of " + std::to_string(want) +
                    " received)";
@@ -377,15 +429,16 @@ std::string endpoint::serve_send_bw(uint64_t size, uint64_t iters, bw_result &ou
 
 std::string endpoint::service() {
     wc wcs[32];
-    int n = poll_cq(cq_, 32, wcs);
+    int n = poll_cqs(32, wcs);
     if (std::string e = poll_errors(wcs, n); !e.empty()) return e;
-    bool reposts = false;
+    /* Repost on the QPs that consumed receives, not on every QP. */
     for (int i = 0; i < n; i++)
-        if (wcs[i].wr_id & recv_tag) {
-            recv_posted_[wcs[i].wr_id & ~recv_tag]--;
-            reposts = true;
-        }
-    return reposts ? post_receives() : std::string();
+        if (wcs[i].wr_id & recv_tag) recv_posted_[wcs[i].wr_id & ~recv_tag]--;
+    for (int i = 0; i < n; i++)
+        if (wcs[i].wr_id & recv_tag)
+            if (std::string e = post_receives(size_t(wcs[i].wr_id & ~recv_tag)); !e.empty())
+                return e;
+    return {};
 }
 
 void endpoint::clear_buffers() {
@@ -398,7 +451,7 @@ void endpoint::lat_reset() {
 
 std::string endpoint::lat_respond(uint64_t size) {
     wc w[8];
-    const int n = poll_cq(cq_, 8, w);
+    const int n = poll_cq(cqs_[0], 8, w); /* QP 0's */
     if (std::string e = poll_errors(w, n); !e.empty()) return e;
     if (p_.op == verb::send) {
         for (int i = 0; i < n; i++) {
@@ -438,7 +491,7 @@ std::string endpoint::run_lat(uint64_t size, bool client, lat_result &out) {
         auto t0 = clock::now();
         for (;;) {
             progress_();
-            int n = poll_cq(cq_, 1, w);
+            int n = poll_cq(cqs_[0], 1, w); /* QP 0's */
             if (n == 1) {
                 if (w[0].status != wc_status::success) return poll_errors(w, 1);
                 if (bool(w[0].wr_id & recv_tag) == want_recv) {

@@ -37,6 +37,7 @@ struct perf_params {
     uint32_t rx_depth = 512;    /* perftest's default -r */
     uint32_t cq_mod = 100;      /* perftest's default --cq-mod: one signaled WR per this many */
     uint8_t out_reads = 16;     /* max_rd_atomic for READ/atomic */
+    uint8_t qp_timeout = 14;    /* -u: local ACK timeout, 4.096 us x 2^u */
     qp_type conn = qp_type::rc; /* -c RC, UC (send/write) or UD (send) */
     uint32_t inline_size = 0;   /* -I: SENDs and WRITEs up to this size go inline */
     /* bytes of each half of a QP's buffer (target, source): the largest
@@ -76,6 +77,8 @@ class endpoint {
      * cm_id with qp_attrs() on protection_domain(), connected by the CM)
      * and is adopted: destroy_qp on the cm_id ends it, before the endpoint goes. */
     std::string create_resources();
+    /* The attributes of the next QP (create_qp then adopt_qp, in order):
+     * its CQ is the one for its index (each CQ serves qps_per_cq_ QPs). */
     qp_init_attr qp_attrs() const;
     const perf_params &params() const { return p_; }
     uroce::pd *protection_domain() const { return pd_; }
@@ -96,6 +99,7 @@ class endpoint {
                         int sgid_index);
     /* SEND tests: receives posted before the ready handshake. */
     std::string post_receives();
+    std::string post_receives(size_t qi); /* fill QP qi's receive queue */
 
     /* The measurements. Requester side of bw (the client, as in perftest). */
     std::string run_bw(uint64_t size, bw_result &out,
@@ -119,6 +123,8 @@ class endpoint {
     std::string run_lat(uint64_t size, bool client, lat_result &out);
 
     app::stack &stack() const { return st_; }
+    /* The sum of this side's QPs' counters (--counters). */
+    qp_counters qp_totals() const;
 
     /* Data check of a loopback run: both halves of every QP's buffer get a
      * pattern of their own (seed); after WRITE/SEND/READ from requester's
@@ -130,6 +136,8 @@ class endpoint {
   private:
     std::string post_one(size_t qi, uint64_t size, bool signaled, uint64_t wr_id);
     std::string poll_errors(const wc *w, int n);
+    /* Up to max completions from the CQs, starting one further each call. */
+    int poll_cqs(int max, wc *out);
     /* Per QP two halves: what the peer writes, reads and receives into
      * (advertised in the key), then what this side sends from, so that a
      * write_lat side never sees its own outgoing tag as the peer's. On UD
@@ -147,7 +155,9 @@ class endpoint {
     std::vector<uint8_t> buf_;
     pd *pd_ = nullptr;
     mr *mr_ = nullptr;
-    cq *cq_ = nullptr;
+    std::vector<cq *> cqs_;
+    size_t qps_per_cq_ = 1;
+    size_t next_cq_ = 0;
     std::vector<qp *> qps_;
     bool owns_qps_ = true; /* false: adopted from rdma_cm, which destroys them */
     std::vector<uint32_t> psn_;

@@ -69,7 +69,9 @@ struct options {
     uint16_t tcp_port = oob::default_port;
     std::string server;
     uint32_t timeout_s = 10;
-    bool rdma_cm = false; /* -R */
+    bool rdma_cm = false;    /* -R */
+    bool counters = false;   /* --counters: both stacks' counters at the end */
+    unsigned ring_slots = 0; /* --ring: the net_ring pair's slots (0: a whole TX pool) */
 };
 
 bool parse_test(const std::string &name, verb &v, test_kind &k) {
@@ -137,10 +139,13 @@ int parse_args(int argc, char **argv, options &o) {
     cl.add(app::flag_option("all", 'a', "all sizes 2..2^23", o.all_sizes));
     cl.add(app::number_option("duration", 'D', "sec", "run for a time instead of -n", 1, 3600,
                               [&o](long n) { o.p.duration_s = double(n); }));
-    cl.add(app::number_option("qp", 'q', "n", "number of QPs (default 1)", 1, 64,
+    cl.add(app::number_option("qp", 'q', "n", "number of QPs (default 1)", 1, 16384,
                               [&o](long n) { o.p.num_qps = int(n); }));
     cl.add(app::number_option("tx-depth", 't', "n", "outstanding WRs per QP (default 128)", 1, 4096,
                               [&o](long n) { o.p.tx_depth = uint32_t(n); }));
+    cl.add(app::number_option("qp-timeout", 'u', "n",
+                              "local ACK timeout, 4.096 us x 2^n (default 14: 67 ms)", 0, 31,
+                              [&o](long n) { o.p.qp_timeout = uint8_t(n); }));
     cl.add(app::number_option("outs", 'o', "n", "outstanding READs/atomics (default 16)", 1, 128,
                               [&o](long n) { o.p.out_reads = uint8_t(n); }));
     cl.add(app::number_option("gid-index", 'x', "idx",
@@ -150,6 +155,13 @@ int parse_args(int argc, char **argv, options &o) {
     cl.add(app::flag_option("CPU-freq", 'F', "accepted (uroce measures with a monotonic clock)",
                             cpu_freq));
     cl.add(app::flag_option("report_gbits", 0, "bandwidth in Gb/s", o.report_gbits));
+    cl.add(app::flag_option("counters", 0, "--loopback: print both stacks' counters at the end",
+                            o.counters));
+    cl.add(app::number_option("ring", 0, "n",
+                              "--loopback: slots of each net_ring direction, a power of two\n"
+                              "(default: as many as a TX pool has mbufs, so the ring never\n"
+                              "refuses a frame; smaller exercises back-pressure)",
+                              64, 1 << 20, [&o](long n) { o.ring_slots = unsigned(n); }));
     cl.add({"connection", 'c', "type",
             "connection type: RC (default), UC (send and write tests)\n"
             "or UD (send tests; Q_Key 0x11111111, 40-byte GRH in front of\n"
@@ -275,10 +287,29 @@ int parse_args(int argc, char **argv, options &o) {
     for (uint64_t s : o.sizes)
         o.p.max_size = std::max(o.p.max_size, s);
     o.p.max_size = std::max<uint64_t>(o.p.max_size, 64);
+    /* -q QPs on the device (its default table holds 1024), plus -R's
+     * control QP and slack */
+    o.stack.max_qp = std::max<uint32_t>(1024, uint32_t(o.p.num_qps) + 16);
     return -1;
 }
 
 /* ---------------------------------------------------------------- loopback */
+
+/* Each loopback stack's TX pool: the apps' default, 8191 mbufs per shard,
+ * whatever -q is. More QPs than that have frames in flight wait for mbufs
+ * (dev tx_mbuf_waits), they do not fail. A pool sized from the windows
+ * instead (-q x -t frames, 32767 mbufs at 4096 QPs) was worse: on one core
+ * a frame waits behind every frame in flight, and 32767 of them at the
+ * rate of thousands of QPs took longer than the ACK timeout (67 ms at
+ * perftest's -u 14): 50,000 timeouts and go-back-N resends a second, a
+ * third of the rate of 8191 mbufs, which had none (doc/performance.md). */
+unsigned loopback_pool_mbufs(const options &o) {
+    return 8191 * o.stack.shards; /* a power of two minus one: a ring holds it all */
+}
+
+/* Rounds of both stacks per step of the loopback's loop while a ring
+ * holds a burst or more. */
+constexpr unsigned drain_rounds = 64;
 
 /* The bare net_ring pair's packet rate with 64-byte frames: the ceiling a
  * one-core run of two stacks can approach (measured in the same run). */
@@ -347,6 +378,22 @@ void print_fanout(const app::stack &a, const app::stack &b) {
         }
 }
 
+/* --counters: what every QP of each side counted, summed (the stacks'
+ * dumps at the end come after the QPs are gone). */
+void print_qp_totals(const std::vector<std::unique_ptr<endpoint>> &clients,
+                     const std::vector<std::unique_ptr<endpoint>> &servers) {
+    for (const auto *side : {&clients, &servers}) {
+        qp_counters t;
+        for (const auto &e : *side)
+            qp_counters_add(t, e->qp_totals());
+        for (const counter_desc &d : qp_counter_table)
+            if (uint64_t v = counter_value(t, d))
+                std::fprintf(stderr, "  %s QPs %-22s %12lu  %s\n",
+                             side == &clients ? "client" : "server", d.name, (unsigned long)v,
+                             d.description);
+    }
+}
+
 /* A latency test over the ring: the client endpoint runs perftest's
  * initiator loop, the server endpoint answers from the same thread (the
  * progress function); both stacks on one core, so one sample is the
@@ -388,8 +435,13 @@ int run_loopback(options &o) {
     /* With shards every shard sends on its own TX queue into the one ring
      * (multi-producer); the peer's single RX queue is read by its shard 0. */
     const unsigned flags = n_shards > 1 ? RING_F_SC_DEQ : RING_F_SP_ENQ | RING_F_SC_DEQ;
-    rte_ring *ab = rte_ring_create("uroce_perf_ab", 4096, int(rte_socket_id()), flags);
-    rte_ring *ba = rte_ring_create("uroce_perf_ba", 4096, int(rte_socket_id()), flags);
+    /* Each ring holds a whole TX pool, so a full ring never holds frames
+     * back (with 64 QPs and more, 4096 entries did) */
+    const unsigned pool_mbufs = loopback_pool_mbufs(o);
+    const unsigned ring_size =
+        o.ring_slots ? rte_align32pow2(o.ring_slots) : rte_align32pow2(pool_mbufs + 1);
+    rte_ring *ab = rte_ring_create("uroce_perf_ab", ring_size, int(rte_socket_id()), flags);
+    rte_ring *ba = rte_ring_create("uroce_perf_ba", ring_size, int(rte_socket_id()), flags);
     if (!ab || !ba) {
         std::fprintf(stderr, "uroce-perf: cannot create the net_ring pair's rings: %s\n",
                      rte_strerror(rte_errno));
@@ -472,13 +524,25 @@ int run_loopback(options &o) {
         uint64_t lat_size = 0; /* the size a latency test runs at */
         for (unsigned k = 0; k < n_shards; k++) {
             progress[k] = [&, k] {
-                a->poll_shard(k);
-                b->poll_shard(k);
-                /* The server endpoint is the passive side: it reposts
-                 * receives (bw), or answers each ping (lat). */
-                if (servers[k] && serr[k].empty())
-                    serr[k] = kind == test_kind::lat ? servers[k]->lat_respond(lat_size)
-                                                     : servers[k]->service();
+                /* One core runs both ends: each reads what the other sent
+                 * this round, not one burst of it. A round sends up to 64
+                 * frames per scheduled QP (the server an ACK per QP); with
+                 * thousands of QPs, one burst a round let the rings'
+                 * backlog, and each frame's wait in it, grow past the ACK
+                 * timeout. Shard 0 alone reads the rings. */
+                unsigned rounds = 0;
+                do {
+                    a->poll_shard(k);
+                    b->poll_shard(k);
+                    /* The server endpoint is the passive side: it reposts
+                     * receives (bw), or answers each ping (lat). */
+                    if (servers[k] && serr[k].empty())
+                        serr[k] = kind == test_kind::lat ? servers[k]->lat_respond(lat_size)
+                                                         : servers[k]->service();
+                } while (
+                    k == 0 &&
+                    (rte_ring_count(ab) >= engine::burst || rte_ring_count(ba) >= engine::burst) &&
+                    ++rounds < drain_rounds);
             };
             clients[k] = std::make_unique<endpoint>(*a, pk[k], progress[k], k);
             servers[k] = std::make_unique<endpoint>(*b, pk[k], progress[k], k);
@@ -572,10 +636,12 @@ int run_loopback(options &o) {
             if (!e.empty()) {
                 std::fprintf(stderr, "uroce-perf: %s %lu B: %s\n", verb_title(op, kind),
                              (unsigned long)size, e.c_str());
+                if (o.counters) print_qp_totals(clients, servers);
                 rc = 1;
                 break;
             }
             print_bw_line(stdout, r, o.report_gbits);
+            if (o.counters) print_qp_totals(clients, servers);
             /* Frames per message at this MTU, both directions' share of the ring ceiling. */
             const uint32_t pmtu = mtu_to_bytes(p.path_mtu);
             const double pkts = double((size + pmtu - 1) / pmtu);
@@ -588,7 +654,7 @@ int run_loopback(options &o) {
         if (n_shards > 1) print_fanout(*a, *b);
         if (rc) break;
     }
-    if (rc) {
+    if (rc || o.counters) {
         a->print_counters(stderr);
         b->print_counters(stderr);
     }

@@ -88,6 +88,7 @@ namespace uroce {
     X(tx_stalls, "flushes the port took only part of (the rest kept, sent later)")                 \
     X(tx_deferred_turns, "scheduler rounds cut short: TX queue full (back-pressure)")              \
     X(tx_alloc_fail, "mbuf allocation failures")                                                   \
+    X(tx_mbuf_waits, "QP turns that stopped for want of an mbuf (the QP resumes on a later poll)") \
     X(cq_overflows, "completions lost to a full CQ")                                               \
     X(timer_fires, "timers fired")                                                                 \
     X(rx_icrc_fused, "frames whose ICRC was checked while their payload was placed")               \

@@ -428,11 +428,12 @@ void comp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
         ++q->cnt.state_drops;
         return;
     }
-    if (p.opcode == to_u8(ib_opcode::sr_sack)) {
+    if (p.opcode == to_u8(ib_opcode::sr_sack))
         sack_rcv(q, p, m); /* selective repeat (uroce_sack.cpp) */
-        return;
-    }
-    comp_rcv_response(q, p, m);
+    else
+        comp_rcv_response(q, p, m);
+    /* the response may have opened a full window (req_has_work) */
+    if (req_has_work(q)) q->dev->schedule(q);
 }
 
 void comp_rcv_response(qp *q, const roce_packet &p, rte_mbuf *m) {

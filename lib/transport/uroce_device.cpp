@@ -293,15 +293,14 @@ verbs_error device::destroy_qp(qp *q) {
     timers_.cancel(q->retrans_timer);
     timers_.cancel(q->rnr_timer);
     timers_.cancel(q->probe_timer);
-    /* unlink from the progress list */
-    qp **pp = &sched_head_;
-    while (*pp) {
-        if (*pp == q) {
-            *pp = q->sched_next;
-            break;
-        }
-        pp = &(*pp)->sched_next;
-    }
+    /* unlink from the progress lists */
+    for (qp **pp : {&sched_head_, &sched_rest_})
+        for (; q->scheduled && *pp; pp = &(*pp)->sched_next)
+            if (*pp == q) {
+                *pp = q->sched_next;
+                q->scheduled = false;
+                break;
+            }
     if (q == gsi_)
         gsi_ = nullptr;
     else

@@ -178,6 +178,9 @@ class device {
     std::vector<std::unique_ptr<ah>> ahs_;
     std::vector<std::unique_ptr<qp>> qps_owned_;
     qp *sched_head_ = nullptr;
+    /* The rest of a scheduler round cut short (port or pool full): first
+     * in the next round, in order, without walking the list to splice it. */
+    qp *sched_rest_ = nullptr;
     void tx_drop(rte_mbuf *m);
     rte_mbuf *tx_q_[tx_queue_cap];
     unsigned tx_n_ = 0;

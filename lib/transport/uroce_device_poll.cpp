@@ -53,19 +53,23 @@ void device::tx_drop(rte_mbuf *m) {
  * so one busy QP cannot starve the others. */
 unsigned device::run_scheduled() {
     unsigned total = 0;
-    qp *list = sched_head_;
-    sched_head_ = nullptr;
+    qp *list;
+    if (sched_rest_) {
+        /* what a cut-short round left goes first; the QPs scheduled since
+         * wait for the next round */
+        list = sched_rest_;
+        sched_rest_ = nullptr;
+    } else {
+        list = sched_head_;
+        sched_head_ = nullptr;
+    }
     while (list) {
         if (tx_room() < tx_turn_max) {
             tx_flush();
             if (tx_room() < tx_turn_max) {
                 /* the port is full: the rest wait for the next poll, in order */
                 ++cnt_.tx_deferred_turns;
-                qp **tail = &list;
-                while (*tail)
-                    tail = &(*tail)->sched_next;
-                *tail = sched_head_;
-                sched_head_ = list;
+                sched_rest_ = list;
                 break;
             }
         }
@@ -73,9 +77,17 @@ unsigned device::run_scheduled() {
         list = q->sched_next;
         q->scheduled = false;
         q->sched_next = nullptr;
+        const uint64_t waits = cnt_.tx_mbuf_waits;
         total += resp_process(q, resp_burst);
         total += req_process(q, req_burst);
         if (resp_has_work(q) || req_has_work(q)) schedule(q);
+        if (cnt_.tx_mbuf_waits != waits) [[unlikely]] {
+            /* the pool is empty: the QPs after this one would each fail to
+             * allocate too (thousands of them with thousands of QPs). They
+             * wait for the next poll, in order, ahead of this one. */
+            sched_rest_ = list;
+            break;
+        }
     }
     return total;
 }

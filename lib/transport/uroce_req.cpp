@@ -149,6 +149,10 @@ static bool local_range_ok(qp *q, const send_wqe &w, uint64_t off, uint64_t len)
 bool req_has_work(const qp *q) {
     if (q->state != qp_state::rts && q->state != qp_state::sqd) return false;
     if (q->req.need_retry) return true;
+    /* a full window waits for an ACK, which schedules the QP (comp_rcv):
+     * not rescheduled every round meanwhile (thousands of QPs, -q 4096) */
+    if (q->type == qp_type::rc && psn_diff(q->req.psn, q->comp.psn) >= int32_t(q->loss.window))
+        return false;
     return q->req.wqe != q->sq_head && !q->req.rnr_wait;
 }
 
@@ -343,6 +347,7 @@ static bool send_one(qp *q, send_wqe &w) {
         fail_wqe_local_access(q, w);
         return false;
     case build_status::no_mbuf:
+        ++d->cnt().tx_mbuf_waits; /* the QP stays scheduled: it waits, nothing fails */
         return false;
     }
     if (q->type == qp_type::rc) {

@@ -837,6 +837,7 @@ unsigned resp_process(qp *q, unsigned budget) {
         }
         if (!m) {
             ++d->cnt().tx_alloc_fail;
+            ++d->cnt().tx_mbuf_waits; /* the reply stays queued: the QP resumes later */
             return sent;
         }
         d->tx(m);
@@ -855,6 +856,8 @@ unsigned resp_process(qp *q, unsigned budget) {
         if (sr_ack ? sr_send_ack(q) : send_ack_pkt(q, r.ack_syndrome, r.ack_psn, r.msn)) {
             r.ack_pending = false;
             ++sent;
+        } else {
+            ++q->dev->cnt().tx_mbuf_waits; /* no mbuf: the ACK stays pending */
         }
     }
     return sent;

@@ -8,6 +8,42 @@ timer_wheel::timer_wheel() {
         s.prev = &s;
         s.next = &s;
     }
+    for (auto &s : rev_slots_) {
+        s.prev = &s;
+        s.next = &s;
+    }
+}
+
+static inline void link_tail(timer_node &head, timer_node &t) {
+    t.next = &head;
+    t.prev = head.prev;
+    head.prev->next = &t;
+    head.prev = &t;
+}
+
+/* Into its tick's slot when it is due within a revolution, else into its
+ * revolution's slot. */
+void timer_wheel::insert(timer_node &t) {
+    if (t.expire_tick - cur_tick_ < num_slots)
+        link_tail(slots_[t.expire_tick % num_slots], t);
+    else
+        link_tail(rev_slots_[(t.expire_tick >> rev_shift) % num_rev_slots], t);
+}
+
+/* At the start of revolution rev: its timers (and any overdue ones) move to
+ * the tick slots; later revolutions' stay. */
+void timer_wheel::cascade(uint64_t rev) {
+    timer_node &head = rev_slots_[rev % num_rev_slots];
+    timer_node *t = head.next;
+    while (t != &head) {
+        timer_node *next = t->next;
+        if ((t->expire_tick >> rev_shift) <= rev) {
+            t->prev->next = t->next;
+            t->next->prev = t->prev;
+            link_tail(slots_[t->expire_tick % num_slots], *t);
+        }
+        t = next;
+    }
 }
 
 void timer_wheel::arm(timer_node &t, uint64_t now_ns, uint64_t delay_ns) {
@@ -16,11 +52,7 @@ void timer_wheel::arm(timer_node &t, uint64_t now_ns, uint64_t delay_ns) {
     uint64_t expire = (now_ns + delay_ns + (1u << tick_shift) - 1) >> tick_shift;
     if (expire <= cur_tick_) expire = cur_tick_ + 1;
     t.expire_tick = expire;
-    timer_node &head = slots_[expire % num_slots];
-    t.next = &head;
-    t.prev = head.prev;
-    head.prev->next = &t;
-    head.prev = &t;
+    insert(t);
     ++armed_;
 }
 
@@ -43,8 +75,17 @@ unsigned timer_wheel::advance(uint64_t now_ns) {
     uint64_t steps = now_tick - cur_tick_;
     if (steps > num_slots) steps = num_slots;
     uint64_t first = now_tick - steps + 1;
+    /* the revolutions a long jump passes without visiting their start:
+     * the last num_rev_slots of them visit every far slot once, each with
+     * the latest revolution it stands for */
+    uint64_t from = (cur_tick_ >> rev_shift) + 1;
+    const uint64_t to = first >> rev_shift;
+    if (to >= from && to - from >= num_rev_slots) from = to - num_rev_slots + 1;
+    for (uint64_t rev = from; rev <= to; ++rev)
+        cascade(rev);
     for (uint64_t tick = first; tick <= now_tick && armed_ != 0; ++tick) {
         cur_tick_ = tick; /* timers re-armed from a callback land after this tick */
+        if (tick % num_slots == 0) cascade(tick >> rev_shift);
         timer_node &head = slots_[tick % num_slots];
         timer_node *t = head.next;
         while (t != &head) {

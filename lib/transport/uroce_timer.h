@@ -39,7 +39,18 @@ class timer_wheel {
     unsigned armed_count() const { return armed_; }
 
   private:
-    timer_node slots_[num_slots]; /* list heads (circular, sentinel) */
+    /* A timer due more than a revolution ahead (an ACK timeout of 67 ms
+     * is 16 revolutions) waits in a second wheel of one slot per
+     * revolution and moves down at the start of its revolution: each
+     * advance visits due timers only, not every far timer on every pass
+     * (8192 of them with 4096 QPs: 12% of the cycles). */
+    static constexpr unsigned rev_shift = 12;      /* log2(num_slots) */
+    static constexpr unsigned num_rev_slots = 256; /* ~1.07 s */
+    static_assert(num_slots == 1u << rev_shift);
+    void insert(timer_node &t);
+    void cascade(uint64_t rev);
+    timer_node slots_[num_slots];         /* list heads (circular, sentinel) */
+    timer_node rev_slots_[num_rev_slots]; /* the far timers, by revolution */
     uint64_t cur_tick_ = 0;
     unsigned armed_ = 0;
 };

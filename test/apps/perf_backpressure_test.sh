@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # TX back-pressure end to end: uroce-perf --loopback write_bw with 64 QPs of
-# 4 KiB WRITEs (8192 frames outstanding, twice the net_ring's 4096 slots, so
+# 4 KiB WRITEs (8192 frames outstanding, twice the 4096 slots it asks of the
+# net_ring pair with --ring 4096, where by default a ring holds a whole pool, so
 # the port refuses bursts all the time) while a busy loop competes for the
 # same CPU. Frames the port refuses are kept and sent later; the run must
 # complete with its data checked. (Before back-pressure they were dropped and
@@ -25,7 +26,7 @@ trap cleanup EXIT
 taskset -c "$cpu" bash -c 'while :; do :; done' &
 busy=$!
 eal="--no-huge -m 1024 --no-pci --no-shconf -l $cpu --log-level=*:warning --file-prefix uroce-bp-$$ --"
-timeout 60 "$bin" $eal --loopback write_bw -q 64 -s 4096 -n 1000 >"$out" 2>&1
+timeout 60 "$bin" $eal --loopback write_bw -q 64 -s 4096 -n 1000 --ring 4096 >"$out" 2>&1
 rc=$?
 cat "$out"
 if [ $rc -ne 0 ]; then

@@ -2,7 +2,8 @@
  * The device's hot path (uroce_device_poll.cpp): the driver contract on TX
  * (a driver that takes only part of a burst: back-pressure, what it refuses
  * is kept and sent later, nothing lost, nothing retransmitted), and poll()
- * reporting idle once nothing is left to send.
+ * reporting idle once nothing is left to send, and a TX pool that runs dry
+ * with many QPs scheduled (one wait per poll, then everything completes).
  */
 #include <cstring>
 #include <vector>
@@ -101,6 +102,78 @@ TEST_F(device_poll, partial_tx_is_kept_and_sent_later) {
         EXPECT_EQ(e->qp->cnt.timeouts, 0u);
     }
     EXPECT_EQ(link->stats().tx, link->stats().delivered); /* lost nothing on the way */
+}
+
+/* The TX pool runs dry with many QPs scheduled: the first QP whose turn
+ * finds no mbuf ends the round (one allocation failure and one wait counted
+ * per poll, not one per QP), the QPs keep their work, and once mbufs are
+ * back every message completes, in full, with nothing dropped or resent. */
+TEST_F(device_poll, an_empty_pool_ends_the_round_and_the_qps_wait) {
+    make_link();
+    /* a's own small pool, which the test empties */
+    rte_mempool *small = rte_pktmbuf_pool_create("uroce_tp_small", 64, 0, 0,
+                                                 RTE_PKTMBUF_HEADROOM + 4096 + 256, SOCKET_ID_ANY);
+    ASSERT_NE(small, nullptr);
+    device_config cfg;
+    cfg.dev = a.port;
+    cfg.pool = small;
+    cfg.gids[0] = gid::from_ipv4(0x0a000001);
+    cfg.num_gids = 1;
+    cfg.clock = &clk;
+    cfg.seed = 1;
+    a.ctx = open_device(cfg);
+    ASSERT_NE(a.ctx, nullptr);
+    a.pd = alloc_pd(a.ctx);
+    a.scq = create_cq(a.ctx, 256);
+    a.rcq = create_cq(a.ctx, 256);
+    a.g = cfg.gids[0];
+    a.mac = mac_a;
+    open_on(b, b.port, gid::from_ipv4(0x0a000002), mac_b);
+    constexpr size_t n_qps = 32, len = 4096;
+    std::vector<qp *> qa, qb;
+    for (size_t i = 0; i < n_qps; ++i) {
+        qa.push_back(make_qp(a));
+        qb.push_back(make_qp(b));
+        connect(a, b, uint32_t(100 * i), uint32_t(100 * i + 50), qa[i], qb[i]);
+        connect(b, a, uint32_t(100 * i + 50), uint32_t(100 * i), qb[i], qa[i]);
+    }
+    std::vector<uint8_t> src(n_qps * len), dst(n_qps * len);
+    mr *ms = reg(a, src.data(), src.size());
+    mr *md = reg(b, dst.data(), dst.size());
+    fill_pattern(src.data(), src.size(), 9);
+    /* every mbuf of a's pool held here */
+    std::vector<void *> held(64);
+    ASSERT_EQ(rte_mempool_get_bulk(small, held.data(), unsigned(held.size())), 0);
+    for (size_t i = 0; i < n_qps; ++i)
+        ASSERT_EQ(post_one(a, wr_opcode::rdma_write, src.data() + i * len, len, ms, i,
+                           reinterpret_cast<uint64_t>(dst.data() + i * len), mr_rkey(md),
+                           send_signaled, qa[i]),
+                  verbs_error::ok);
+    const dev_counters before = a.ctx->counters();
+    a.ctx->poll();
+    EXPECT_EQ(a.ctx->counters().tx_mbuf_waits - before.tx_mbuf_waits, 1u);
+    EXPECT_EQ(a.ctx->counters().tx_alloc_fail - before.tx_alloc_fail, 1u);
+    a.ctx->poll();
+    EXPECT_EQ(a.ctx->counters().tx_mbuf_waits - before.tx_mbuf_waits, 2u);
+    rte_mempool_put_bulk(small, held.data(), unsigned(held.size()));
+    auto sw = poll_n(a.scq, n_qps);
+    ASSERT_EQ(sw.size(), n_qps);
+    for (auto &e : sw)
+        EXPECT_EQ(e.status, wc_status::success) << e.wr_id << ": " << wc_status_str(e.status);
+    EXPECT_EQ(src, dst);
+    EXPECT_EQ(a.ctx->counters().tx_drops, 0u);
+    for (qp *q : qa) {
+        EXPECT_EQ(q->cnt.retransmits, 0u);
+        EXPECT_EQ(q->cnt.timeouts, 0u);
+    }
+    for (qp *q : qa)
+        destroy_qp(q);
+    for (qp *q : qb)
+        destroy_qp(q);
+    a.qp = b.qp = nullptr;
+    close_device(a.ctx);
+    a.ctx = nullptr;
+    rte_mempool_free(small);
 }
 
 TEST_F(device_poll, poll_is_idle_once_the_work_is_sent) {

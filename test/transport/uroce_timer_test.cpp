@@ -4,6 +4,8 @@
  */
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <iterator>
 #include <vector>
 
 #include "uroce_psn.h"
@@ -109,6 +111,78 @@ TEST(timer_wheel_test, beyond_one_revolution_and_long_jumps) {
     w.advance(2'000'000'000);
     for (auto &c : cs)
         EXPECT_EQ(c.fired, 1);
+}
+
+/* Against a model: random arms (1 us .. 3 s: within a revolution, in the
+ * far wheel, beyond its 1.07 s), cancels and clock steps (1 us .. 5 s, so
+ * jumps over many revolutions and over the whole far wheel). Each timer
+ * fires once, at the first advance whose tick reaches its due tick: never
+ * early, never late. */
+struct model_timer {
+    timer_node node;
+    uint64_t due_tick = 0; /* 0: not armed */
+    int fired = 0;
+    uint64_t fired_at = 0;
+    uint64_t *now_tick = nullptr;
+};
+
+static void on_model_fire(void *arg) {
+    auto *m = static_cast<model_timer *>(arg);
+    ++m->fired;
+    m->fired_at = *m->now_tick;
+}
+
+TEST(timer_wheel_test, far_wheel_matches_a_model) {
+    timer_wheel w;
+    uint64_t now = 123'456'789;
+    uint64_t now_tick = now >> timer_wheel::tick_shift;
+    w.start(now);
+    std::vector<model_timer> ms(300);
+    for (auto &m : ms) {
+        m.node.fn = on_model_fire;
+        m.node.arg = &m;
+        m.now_tick = &now_tick;
+    }
+    uint64_t rng = 88172645463325252ull;
+    auto next = [&rng] {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        return rng;
+    };
+    const uint64_t delays[] = {1'000,      900'000,       4'000'000,    5'000'000,
+                               67'000'000, 1'100'000'000, 3'000'000'000};
+    for (int step = 0; step < 4000; ++step) {
+        for (int k = 0; k < 5; ++k) {
+            model_timer &m = ms[next() % ms.size()];
+            if (next() % 4 == 0) {
+                w.cancel(m.node);
+                m.due_tick = 0;
+                continue;
+            }
+            const uint64_t d = delays[next() % std::size(delays)] + next() % 3'000'000;
+            w.arm(m.node, now, d);
+            m.due_tick = std::max(now_tick + 1, (now + d + 1023) >> timer_wheel::tick_shift);
+            m.fired = 0;
+        }
+        const uint64_t r = next() % 100;
+        now += r < 60 ? 1'000 + next() % 200'000
+                      : (r < 95 ? next() % 30'000'000 : next() % 5'000'000'000);
+        now_tick = now >> timer_wheel::tick_shift;
+        w.advance(now);
+        for (auto &m : ms) {
+            if (!m.due_tick) continue;
+            if (m.due_tick <= now_tick) {
+                ASSERT_EQ(m.fired, 1)
+                    << "step " << step << " due " << m.due_tick << " now " << now_tick;
+                ASSERT_FALSE(m.node.armed());
+                m.due_tick = 0;
+            } else {
+                ASSERT_EQ(m.fired, 0) << "early: step " << step;
+                ASSERT_TRUE(m.node.armed());
+            }
+        }
+    }
 }
 
 TEST(psn_test, arithmetic) {
