@@ -37,6 +37,12 @@ namespace uroce {
 inline constexpr uint64_t probe_min_ns = 20'000;
 inline constexpr uint64_t probe_initial_ns = 1'000'000;
 inline constexpr uint8_t probe_max = 3; /* per silent period; then the timeout */
+/* Back-off after spurious probes: the PTO doubles per step, at most
+ * 2^backoff_max, and one step is given back after calm_samples RTT samples
+ * without a spurious probe (a jittery peer stays backed off; a path whose
+ * jitter was a passing burst returns to the measured PTO). */
+inline constexpr uint8_t backoff_max = 4;
+inline constexpr uint8_t calm_samples = 16;
 
 void loss_reset(qp *q) {
     q->loss = decltype(q->loss){};
@@ -56,7 +62,9 @@ uint64_t loss_probe_delay_ns(const qp *q) {
         if (v > pto) pto = v;
     }
     if (pto < probe_min_ns) pto = probe_min_ns;
-    pto <<= q->loss.probes; /* back off: each probe in a silent period waits twice as long */
+    /* back off: each probe in a silent period waits twice as long, and a
+     * QP whose probes proved spurious waits 2^backoff as long */
+    pto <<= q->loss.probes + q->loss.backoff;
     /* a probe is only useful before the timeout */
     if (ack_timeout && pto > ack_timeout / 2) pto = ack_timeout / 2;
     return pto;
@@ -67,11 +75,15 @@ static void arm_probe(qp *q) {
         q->dev->timers().cancel(q->probe_timer);
         return;
     }
+    q->loss.probe_ref_psn = q->loss.ackreq_psn;
     q->dev->timers().arm(q->probe_timer, q->dev->now_ns(), loss_probe_delay_ns(q));
 }
 
 void loss_on_send(qp *q, uint32_t psn, bool ack_req, bool resend) {
     auto &l = q->loss;
+    /* one store per packet: what the firing timer compares (a response is
+     * due only for AckReq packets, IBTA 9.7.6.1.2) */
+    if (ack_req) l.ackreq_psn = psn;
     if (resend) {
         /* Karn: an ACK can no longer tell which send it answers */
         if (l.rtt_timing && psn_diff(psn, l.rtt_psn) <= 0) l.rtt_timing = false;
@@ -113,6 +125,10 @@ static void update_window(qp *q, uint32_t delivered, uint64_t r) {
 static void rtt_sample(qp *q, uint64_t r) {
     auto &l = q->loss;
     if (l.min_rtt_ns == 0 || r < l.min_rtt_ns) l.min_rtt_ns = r;
+    if (l.backoff && ++l.calm >= calm_samples) {
+        --l.backoff;
+        l.calm = 0;
+    }
     if (l.srtt_ns == 0) {
         /* RFC 6298 2.2 */
         l.srtt_ns = r ? r : 1;
@@ -134,10 +150,23 @@ void loss_on_progress(qp *q) {
         rtt_sample(q, r);
         update_window(q, uint32_t(psn_diff(q->comp.psn, l.rtt_comp_psn)), r);
     }
-    if (l.probes) {
+    if (l.probe_pending && psn_diff(q->comp.psn, l.probe_psn) > 0) {
+        l.probe_pending = false;
+        /* The probed PSN acknowledged sooner than the path's minimum RTT
+         * after the probe: the answer is the original's, the probe was
+         * spurious (RFC 8985 leaves this to DSACK; a responder's duplicate
+         * ACK is not told apart from its first here, the time is). */
+        if (l.min_rtt_ns && q->dev->now_ns() - l.probe_ns < l.min_rtt_ns) {
+            ++q->cnt.tlp_spurious;
+            if (l.backoff < backoff_max) ++l.backoff;
+            l.calm = 0;
+        } else if (l.probes) {
+            ++q->cnt.tlp_recoveries;
+        }
+    } else if (l.probes) {
         ++q->cnt.tlp_recoveries;
-        l.probes = 0;
     }
+    l.probes = 0;
     if (comp_outstanding(q))
         arm_probe(q);
     else
@@ -159,6 +188,29 @@ static bool oldest_is_read(const qp *q) {
     return wr_opcode_lookup(sq_at(q, q->sq_comp).opcode).has(wr_flag::read);
 }
 
+/* Whether the silence the timer measured is one a response should have
+ * ended. The timer is armed at the first send of a silent period, not per
+ * send; the responder answers only packets with AckReq (the last of each
+ * message, every ack_req_interval-th). So when it fires:
+ *   - an AckReq packet sent after it was armed has had less than a PTO:
+ *     wait a PTO more (a paced requester sends a 64 KiB message's AckReq
+ *     once per message, which at a few Gb/s is longer than the PTO);
+ *   - every AckReq packet acknowledged and the requester still sending
+ *     (work left, window open): the next AckReq packet is on its way;
+ *     nothing is late.
+ * Otherwise (an AckReq packet unanswered for a PTO, or the requester stalled
+ * behind packets that asked for nothing) the probe goes. Deferring costs at
+ * most one PTO on a real tail loss; a loss in the middle of a stream is
+ * found by the sequence NAK the next packet draws anyway. */
+static bool probe_due(const qp *q) {
+    const auto &l = q->loss;
+    if (l.ackreq_psn != l.probe_ref_psn) return false;
+    const bool ackreq_answered = psn_diff(q->comp.psn, l.ackreq_psn) > 0;
+    const bool sending = q->req.wqe != q->sq_head &&
+                         psn_diff(q->req.psn, q->comp.psn) < int32_t(l.window);
+    return !(ackreq_answered && sending);
+}
+
 void loss_probe_timeout(void *arg) {
     qp *q = static_cast<qp *>(arg);
     ++q->dev->cnt().timer_fires;
@@ -167,6 +219,11 @@ void loss_probe_timeout(void *arg) {
     /* the last packet sent; nothing to probe before the first */
     if (psn_diff(q->req.psn, q->comp.psn) <= 0) return;
     const uint32_t last = psn_sub(q->req.psn, 1);
+    if (q->loss.probes == 0 && !q->comp.retry_guard && !probe_due(q)) {
+        q->loss.probe_ref_psn = q->loss.ackreq_psn;
+        q->dev->timers().arm(q->probe_timer, q->dev->now_ns(), loss_probe_delay_ns(q));
+        return;
+    }
     bool sent = false;
     if (q->loss.probes > 0 || q->comp.retry_guard) {
         /* second probe, or a retry that made no progress: the oldest too */
@@ -180,6 +237,9 @@ void loss_probe_timeout(void *arg) {
         sent = true;
     }
     if (!sent) return;
+    q->loss.probe_pending = true;
+    q->loss.probe_psn = last;
+    q->loss.probe_ns = q->dev->now_ns();
     ++q->loss.probes;
     arm_probe(q);
     q->dev->schedule(q); /* flush the probe with the next turn */

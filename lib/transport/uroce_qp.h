@@ -203,6 +203,20 @@ struct qp {
         uint32_t window = max_unacked_psns;
         /* tail-loss probes sent since the last forward progress */
         uint8_t probes = 0;
+        /* Spurious probes (uroce_loss.cpp). ackreq_psn: the newest packet
+         * sent with AckReq (only those draw a response); probe_ref_psn: its
+         * value when the probe timer was last armed, so a firing timer knows
+         * whether a response is due yet. probe_psn/probe_ns: the last probe
+         * (its answer cannot come sooner than min_rtt_ns after it). The
+         * PTO is doubled per backoff step, taken after a spurious probe and
+         * given back after calm_samples RTT samples without one. */
+        uint32_t ackreq_psn = 0;
+        uint32_t probe_ref_psn = 0;
+        uint32_t probe_psn = 0;
+        uint64_t probe_ns = 0;
+        bool probe_pending = false;
+        uint8_t backoff = 0;
+        uint8_t calm = 0;
     } loss;
 
     /* selective repeat with a uroce peer (attr.selective_repeat; uroce_sack.cpp) */
