@@ -84,6 +84,11 @@ void loss_on_send(qp *q, uint32_t psn, bool ack_req, bool resend) {
     /* one store per packet: what the firing timer compares (a response is
      * due only for AckReq packets, IBTA 9.7.6.1.2) */
     if (ack_req) l.ackreq_psn = psn;
+    if (resend && !l.in_probe) {
+        /* another resend (go-back-N, SACK) draws duplicate ACKs of its own:
+         * they say nothing about the probe */
+        l.probe_pending = l.probe_watch = false;
+    }
     if (resend) {
         /* Karn: an ACK can no longer tell which send it answers */
         if (l.rtt_timing && psn_diff(psn, l.rtt_psn) <= 0) l.rtt_timing = false;
@@ -142,6 +147,15 @@ static void rtt_sample(qp *q, uint64_t r) {
     if (l.srtt_ns == 0) l.srtt_ns = 1;
 }
 
+/* The PTO doubles, and stays so for calm_samples RTT samples. */
+static void probe_was_spurious(qp *q) {
+    auto &l = q->loss;
+    l.probe_watch = false;
+    ++q->cnt.tlp_spurious;
+    if (l.backoff < backoff_max) ++l.backoff;
+    l.calm = 0;
+}
+
 void loss_on_progress(qp *q) {
     auto &l = q->loss;
     if (l.rtt_timing && psn_diff(q->comp.psn, l.rtt_psn) > 0) {
@@ -156,21 +170,30 @@ void loss_on_progress(qp *q) {
          * after the probe: the answer is the original's, the probe was
          * spurious (RFC 8985 leaves this to DSACK; a responder's duplicate
          * ACK is not told apart from its first here, the time is). */
-        if (l.min_rtt_ns && q->dev->now_ns() - l.probe_ns < l.min_rtt_ns) {
-            ++q->cnt.tlp_spurious;
-            if (l.backoff < backoff_max) ++l.backoff;
-            l.calm = 0;
-        } else if (l.probes) {
-            ++q->cnt.tlp_recoveries;
-        }
-    } else if (l.probes) {
-        ++q->cnt.tlp_recoveries;
+        if (l.min_rtt_ns && q->dev->now_ns() - l.probe_ns < l.min_rtt_ns)
+            probe_was_spurious(q);
+        else
+            l.probe_watch = true; /* unless its duplicate's ACK follows */
     }
+    if (l.probes) ++q->cnt.tlp_recoveries;
     l.probes = 0;
     if (comp_outstanding(q))
         arm_probe(q);
     else
         q->dev->timers().cancel(q->probe_timer);
+}
+
+/* A response below the completer's PSN. After a probe's PSN was
+ * acknowledged, an ACK at or past it that moves nothing is the answer to a
+ * duplicate: the probe's (IBTA 9.7.5.1.1 / C9-105: the responder re-ACKs
+ * a duplicate; rxe with its latest PSN), so the original had arrived and
+ * the probe was spurious, however late the original's answer came (a
+ * jittery peer: rxe under emulation answers in microseconds or in
+ * milliseconds). */
+void loss_on_dup_response(qp *q, uint32_t psn) {
+    auto &l = q->loss;
+    if (!l.probe_watch || psn_diff(psn, l.probe_psn) < 0) return;
+    probe_was_spurious(q);
 }
 
 void loss_on_response(qp *q) {
@@ -206,8 +229,8 @@ static bool probe_due(const qp *q) {
     const auto &l = q->loss;
     if (l.ackreq_psn != l.probe_ref_psn) return false;
     const bool ackreq_answered = psn_diff(q->comp.psn, l.ackreq_psn) > 0;
-    const bool sending = q->req.wqe != q->sq_head &&
-                         psn_diff(q->req.psn, q->comp.psn) < int32_t(l.window);
+    const bool sending =
+        q->req.wqe != q->sq_head && psn_diff(q->req.psn, q->comp.psn) < int32_t(l.window);
     return !(ackreq_answered && sending);
 }
 
@@ -225,6 +248,7 @@ void loss_probe_timeout(void *arg) {
         return;
     }
     bool sent = false;
+    q->loss.in_probe = true;
     if (q->loss.probes > 0 || q->comp.retry_guard) {
         /* second probe, or a retry that made no progress: the oldest too */
         if (q->comp.psn != last && req_resend_psn(q, q->comp.psn)) {
@@ -236,8 +260,10 @@ void loss_probe_timeout(void *arg) {
         ++q->cnt.tlp_probes;
         sent = true;
     }
+    q->loss.in_probe = false;
     if (!sent) return;
     q->loss.probe_pending = true;
+    q->loss.probe_watch = false;
     q->loss.probe_psn = last;
     q->loss.probe_ns = q->dev->now_ns();
     ++q->loss.probes;

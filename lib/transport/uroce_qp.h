@@ -214,7 +214,9 @@ struct qp {
         uint32_t probe_ref_psn = 0;
         uint32_t probe_psn = 0;
         uint64_t probe_ns = 0;
-        bool probe_pending = false;
+        bool probe_pending = false; /* the last probe's PSN not yet acknowledged */
+        bool probe_watch = false;   /* acknowledged: a duplicate ACK for it now shows it spurious */
+        bool in_probe = false;      /* the resends being sent are the probe's */
         uint8_t backoff = 0;
         uint8_t calm = 0;
     } loss;
@@ -268,6 +270,7 @@ bool comp_outstanding(const qp *q);
 void loss_on_send(qp *q, uint32_t psn, bool ack_req, bool resend);
 void loss_on_progress(qp *q);
 void loss_on_response(qp *q);
+void loss_on_dup_response(qp *q, uint32_t psn);
 void loss_reset(qp *q);
 void loss_probe_timeout(void *arg);
 uint64_t loss_probe_delay_ns(const qp *q);
