@@ -164,7 +164,10 @@ void loss_on_progress(qp *q) {
         rtt_sample(q, r);
         update_window(q, uint32_t(psn_diff(q->comp.psn, l.rtt_comp_psn)), r);
     }
-    if (l.probe_pending && psn_diff(q->comp.psn, l.probe_psn) > 0) {
+    /* Only a silent period with a single probe packet is judged: with more
+     * (a second probe, or the oldest resent with it) their duplicates'
+     * ACKs and the first probe's late answer tell nothing about the last. */
+    if (l.probe_pending && psn_diff(q->comp.psn, l.probe_psn) > 0 && l.probe_pkts == 1) {
         l.probe_pending = false;
         /* The probed PSN acknowledged sooner than the path's minimum RTT
          * after the probe: the answer is the original's, the probe was
@@ -175,8 +178,10 @@ void loss_on_progress(qp *q) {
         else
             l.probe_watch = true; /* unless its duplicate's ACK follows */
     }
+    l.probe_pending = false;
     if (l.probes) ++q->cnt.tlp_recoveries;
     l.probes = 0;
+    l.probe_pkts = 0;
     if (comp_outstanding(q))
         arm_probe(q);
     else
@@ -253,11 +258,13 @@ void loss_probe_timeout(void *arg) {
         /* second probe, or a retry that made no progress: the oldest too */
         if (q->comp.psn != last && req_resend_psn(q, q->comp.psn)) {
             ++q->cnt.tlp_probes;
+            ++q->loss.probe_pkts;
             sent = true;
         }
     }
     if (req_resend_psn(q, last)) {
         ++q->cnt.tlp_probes;
+        ++q->loss.probe_pkts;
         sent = true;
     }
     q->loss.in_probe = false;

@@ -217,6 +217,7 @@ struct qp {
         bool probe_pending = false; /* the last probe's PSN not yet acknowledged */
         bool probe_watch = false;   /* acknowledged: a duplicate ACK for it now shows it spurious */
         bool in_probe = false;      /* the resends being sent are the probe's */
+        uint8_t probe_pkts = 0;     /* probe packets sent since the last progress */
         uint8_t backoff = 0;
         uint8_t calm = 0;
     } loss;

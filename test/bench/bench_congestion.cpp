@@ -110,7 +110,7 @@ struct run_result {
     double loss = 0;
     double util_wire = 0, util_goodput = 0;
     uint64_t marked = 0, cnps_sent = 0, cnps_rcvd = 0, rate_cuts = 0;
-    uint64_t retransmits = 0, retrans_pkts = 0, timeouts = 0, probes = 0;
+    uint64_t retransmits = 0, retrans_pkts = 0, timeouts = 0, probes = 0, spurious = 0;
     unsigned flows_failed = 0;                   /* retry counter exhausted */
     double rate_min_gbps = 0, rate_max_gbps = 0; /* the senders' pacing rates at the end */
 };
@@ -378,6 +378,7 @@ run_result run(const options &o, bool dcqcn) {
     r.retrans_pkts = ct.retrans_pkts - base_tx.retrans_pkts;
     r.timeouts = ct.timeouts - base_tx.timeouts;
     r.probes = ct.tlp_probes - base_tx.tlp_probes;
+    r.spurious = ct.tlp_spurious - base_tx.tlp_spurious;
     r.rate_min_gbps = 1e9;
     for (auto &n : tx) {
         double g = double(qp_cc_query(n->qps[0]).rate_mbps) / 1e3;
@@ -508,6 +509,7 @@ int main(int argc, char **argv) {
     row("packets re-sent", "%.0f", [](const run_result &r) { return r.retrans_pkts; });
     row("local ACK timeouts", "%.0f", [](const run_result &r) { return r.timeouts; });
     row("tail-loss probes", "%.0f", [](const run_result &r) { return r.probes; });
+    row("  of them found spurious", "%.0f", [](const run_result &r) { return r.spurious; });
     row("flows failed (retry exceeded)", "%.0f",
         [](const run_result &r) { return r.flows_failed; });
     row("sender rates at the end, min (Gb/s)", "%.2f",
