@@ -88,6 +88,11 @@ void loss_on_send(qp *q, uint32_t psn, bool ack_req, bool resend) {
         /* another resend (go-back-N, SACK) draws duplicate ACKs of its own:
          * they say nothing about the probe */
         l.probe_pending = l.probe_watch = false;
+        /* and until the completer passes them, a probe is not judged: the
+         * answer to a resend sent just before the probe comes back sooner
+         * than an RTT after it */
+        if (!l.other_resends || psn_diff(psn, l.other_resend_hi) > 0) l.other_resend_hi = psn;
+        l.other_resends = true;
     }
     if (resend) {
         /* Karn: an ACK can no longer tell which send it answers */
@@ -167,6 +172,7 @@ void loss_on_progress(qp *q) {
     /* Only a silent period with a single probe packet is judged: with more
      * (a second probe, or the oldest resent with it) their duplicates'
      * ACKs and the first probe's late answer tell nothing about the last. */
+    if (l.other_resends && psn_diff(q->comp.psn, l.other_resend_hi) > 0) l.other_resends = false;
     if (l.probe_pending && psn_diff(q->comp.psn, l.probe_psn) > 0 && l.probe_pkts == 1) {
         l.probe_pending = false;
         /* The probed PSN acknowledged sooner than the path's minimum RTT
@@ -269,7 +275,8 @@ void loss_probe_timeout(void *arg) {
     }
     q->loss.in_probe = false;
     if (!sent) return;
-    q->loss.probe_pending = true;
+    /* judged only if no other resend is in flight (ended by the completer) */
+    q->loss.probe_pending = !q->loss.other_resends;
     q->loss.probe_watch = false;
     q->loss.probe_psn = last;
     q->loss.probe_ns = q->dev->now_ns();

@@ -218,6 +218,8 @@ struct qp {
         bool probe_watch = false;   /* acknowledged: a duplicate ACK for it now shows it spurious */
         bool in_probe = false;      /* the resends being sent are the probe's */
         uint8_t probe_pkts = 0;     /* probe packets sent since the last progress */
+        bool other_resends = false; /* go-back-N / SACK resends not yet passed by comp.psn */
+        uint32_t other_resend_hi = 0;
         uint8_t backoff = 0;
         uint8_t calm = 0;
     } loss;
