@@ -212,6 +212,7 @@ struct qp {
          * given back after calm_samples RTT samples without one. */
         uint32_t ackreq_psn = 0;
         uint32_t probe_ref_psn = 0;
+        uint32_t probe_ref_max = 0; /* req.max_psn_sent then */
         uint32_t probe_psn = 0;
         uint64_t probe_ns = 0;
         bool probe_pending = false; /* the last probe's PSN not yet acknowledged */
