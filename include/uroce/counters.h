@@ -62,6 +62,9 @@ namespace uroce {
     X(tlp_probes, "tail-loss probes: unacknowledged packets re-sent with AckReq after RTTs of "    \
                   "silence (not retries)")                                                         \
     X(tlp_recoveries, "forward progress after a tail-loss probe, before the ACK timeout")          \
+    X(tlp_spurious,                                                                                \
+      "tail-loss probes found spurious: the probed PSN was ACKed sooner than an RTT "              \
+      "after the probe (the original's answer); the probe timeout backs off")                      \
     X(sr_placed, "selective repeat: WRITE packets placed ahead of the expected PSN")               \
     X(sr_held_back, "selective repeat: packets ahead of the expected PSN not placed (SEND, READ, " \
                     "atomic, immediate; resent when the SACK shows them missing)")                 \

@@ -43,12 +43,16 @@ pcap_writer::~pcap_writer() {
     if (st_->dead) pcap_close(st_->dead);
 }
 
-void pcap_writer::dump(const void *bytes, uint32_t caplen, uint32_t len) {
+static uint64_t wall_ns() {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
+    return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+void pcap_writer::dump(const void *bytes, uint32_t caplen, uint32_t len, uint64_t ts_ns) {
     struct pcap_pkthdr h = {};
-    h.ts.tv_sec = ts.tv_sec;
-    h.ts.tv_usec = ts.tv_nsec; /* holds nanoseconds with PCAP_TSTAMP_PRECISION_NANO */
+    h.ts.tv_sec = time_t(ts_ns / 1000000000ull);
+    h.ts.tv_usec = suseconds_t(ts_ns % 1000000000ull); /* nanoseconds: PCAP_TSTAMP_PRECISION_NANO */
     h.len = len;
     h.caplen = caplen;
     if (caplen < len) truncated_++;
@@ -57,13 +61,17 @@ void pcap_writer::dump(const void *bytes, uint32_t caplen, uint32_t len) {
 }
 
 void pcap_writer::write(const void *frame, uint32_t len) {
-    dump(frame, len < snaplen_ ? len : snaplen_, len);
+    dump(frame, len < snaplen_ ? len : snaplen_, len, wall_ns());
 }
 
 void pcap_writer::write(const rte_mbuf *m) {
+    write_at(wall_ns(), m);
+}
+
+void pcap_writer::write_at(uint64_t ts_ns, const rte_mbuf *m) {
     uint32_t cap = m->pkt_len < snaplen_ ? m->pkt_len : snaplen_;
     /* rte_pktmbuf_read copies into the gather buffer only when the bytes span segments. */
-    dump(rte_pktmbuf_read(m, 0, cap, st_->gather.data()), cap, m->pkt_len);
+    dump(rte_pktmbuf_read(m, 0, cap, st_->gather.data()), cap, m->pkt_len, ts_ns);
 }
 
 void pcap_writer::flush() {

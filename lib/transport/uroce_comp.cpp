@@ -217,6 +217,7 @@ static inline bool check_qp_state(const qp *q) {
 static inline bool check_psn(qp *q, uint32_t psn) {
     if (psn_diff(psn, q->comp.psn) < 0) {
         ++q->cnt.dup_responses;
+        loss_on_dup_response(q, psn);
         return false;
     }
     if (psn_diff(psn, q->req.max_psn_sent) >= 0) {

@@ -203,6 +203,26 @@ struct qp {
         uint32_t window = max_unacked_psns;
         /* tail-loss probes sent since the last forward progress */
         uint8_t probes = 0;
+        /* Spurious probes (uroce_loss.cpp). ackreq_psn: the newest packet
+         * sent with AckReq (only those draw a response); probe_ref_psn: its
+         * value when the probe timer was last armed, so a firing timer knows
+         * whether a response is due yet. probe_psn/probe_ns: the last probe
+         * (its answer cannot come sooner than min_rtt_ns after it). The
+         * PTO is doubled per backoff step, taken after a spurious probe and
+         * given back after calm_samples RTT samples without one. */
+        uint32_t ackreq_psn = 0;
+        uint32_t probe_ref_psn = 0;
+        uint32_t probe_ref_max = 0; /* req.max_psn_sent then */
+        uint32_t probe_psn = 0;
+        uint64_t probe_ns = 0;
+        bool probe_pending = false; /* the last probe's PSN not yet acknowledged */
+        bool probe_watch = false;   /* acknowledged: a duplicate ACK for it now shows it spurious */
+        bool in_probe = false;      /* the resends being sent are the probe's */
+        uint8_t probe_pkts = 0;     /* probe packets sent since the last progress */
+        bool other_resends = false; /* go-back-N / SACK resends not yet passed by comp.psn */
+        uint32_t other_resend_hi = 0;
+        uint8_t backoff = 0;
+        uint8_t calm = 0;
     } loss;
 
     /* selective repeat with a uroce peer (attr.selective_repeat; uroce_sack.cpp) */
@@ -254,6 +274,7 @@ bool comp_outstanding(const qp *q);
 void loss_on_send(qp *q, uint32_t psn, bool ack_req, bool resend);
 void loss_on_progress(qp *q);
 void loss_on_response(qp *q);
+void loss_on_dup_response(qp *q, uint32_t psn);
 void loss_reset(qp *q);
 void loss_probe_timeout(void *arg);
 uint64_t loss_probe_delay_ns(const qp *q);

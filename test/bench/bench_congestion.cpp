@@ -23,13 +23,19 @@
  *
  *   bench_congestion [--ms M] [--warmup-ms W] [--flows N] [--line G] [--bottleneck G]
  *                    [--buffer KB] [--delay US] [--timeout T] [--paper]
- *                    [--trace FILE]
+ *                    [--trace FILE] [--pcap FILE] [--pcap-at MS] [--pcap-ms M]
+ *                    [--dcqcn off|on|both]
+ *                    [--drop P] [--seed S] [--sr]
  *
  * --paper uses the paper's reaction-point parameters (T = 55 us,
  * B = 10 MB, F = 5, R_AI = 40 Mb/s, R_HAI = 400 Mb/s) instead of mlx5's.
  * --trace writes the DCQCN run's per-flow rates every 100 us as CSV;
- * --pcap the frames the devices receive in its first 2 ms (data with CE
- * marks, ACKs, CNPs; wall-clock timestamps).
+ * --pcap the frames the devices receive in --pcap-ms ms (2) from
+ * --pcap-at ms (0: the start) of the DCQCN run (of the only run with --dcqcn off): data with CE
+ * marks, ACKs, SACKs, NAKs, CNPs, stamped with the simulated time, for uroce-dump --plot. --drop
+ * adds random loss to every frame either way (memlink's seeded faults, --seed), --sr turns
+ * selective repeat on for every QP: with --flows 1 the loss-recovery pictures of
+ * doc/loss-recovery.md.
  */
 #include <algorithm>
 #include <cmath>
@@ -68,7 +74,12 @@ struct options {
     double cnp_us = -1; /* -1: the default (mlx5's 4 us; the paper's 50 us with --paper) */
     uint64_t buffer_override = 0;
     std::string trace;
-    std::string pcap; /* the DCQCN run's first 2 ms of received frames */
+    std::string pcap; /* the DCQCN run's first pcap_ms of received frames */
+    double pcap_at_ms = 0, pcap_ms = 2;
+    bool run_off = true, run_on = true; /* --dcqcn off|on|both */
+    double drop = 0;                    /* random loss, every frame either way */
+    uint64_t seed = 1;
+    bool sr = false; /* selective repeat on every QP */
 };
 
 constexpr uint32_t msg_size = 64 * 1024;
@@ -99,7 +110,7 @@ struct run_result {
     double loss = 0;
     double util_wire = 0, util_goodput = 0;
     uint64_t marked = 0, cnps_sent = 0, cnps_rcvd = 0, rate_cuts = 0;
-    uint64_t retransmits = 0, retrans_pkts = 0, timeouts = 0;
+    uint64_t retransmits = 0, retrans_pkts = 0, timeouts = 0, probes = 0, spurious = 0;
     unsigned flows_failed = 0;                   /* retry counter exhausted */
     double rate_min_gbps = 0, rate_max_gbps = 0; /* the senders' pacing rates at the end */
 };
@@ -141,7 +152,7 @@ qp *make_qp(node &n) {
     return q;
 }
 
-void connect(qp *q, const node &peer, uint32_t dqpn, uint8_t timeout) {
+void connect(qp *q, const node &peer, uint32_t dqpn, uint8_t timeout, bool sr) {
     qp_attr at;
     at.qp_state = qp_state::init;
     at.qp_access_flags = access_remote_write;
@@ -154,10 +165,11 @@ void connect(qp *q, const node &peer, uint32_t dqpn, uint8_t timeout) {
     at.min_rnr_timer = 1;
     at.ah_attr.grh.dgid = gid::from_ipv4(peer.ip);
     std::memcpy(at.ah_attr.dmac, peer.mac, 6);
+    at.selective_repeat = sr ? 1 : 0;
     if (modify_qp(q, at,
                   qp_attr_state | qp_attr_av | qp_attr_path_mtu | qp_attr_dest_qpn |
-                      qp_attr_rq_psn | qp_attr_max_dest_rd_atomic | qp_attr_min_rnr_timer) !=
-        verbs_error::ok)
+                      qp_attr_rq_psn | qp_attr_max_dest_rd_atomic | qp_attr_min_rnr_timer |
+                      (sr ? unsigned(qp_attr_selective_repeat) : 0u)) != verbs_error::ok)
         std::exit(1);
     at = qp_attr{};
     at.qp_state = qp_state::rts;
@@ -182,7 +194,10 @@ double jain(const std::vector<double> &x) {
 
 run_result run(const options &o, bool dcqcn) {
     manual_clock clk(1'000'000);
-    memlink link(memlink_config{}, &clk);
+    memlink_config lc;
+    lc.drop = o.drop;
+    lc.seed = o.seed;
+    memlink link(lc, &clk);
     cc_config cc;
     cc.ecn = true;
     cc.dcqcn = dcqcn;
@@ -225,8 +240,8 @@ run_result run(const options &o, bool dcqcn) {
     for (unsigned i = 0; i < o.flows; ++i) {
         qp *s = make_qp(*tx[i]);
         qp *r = make_qp(rx);
-        connect(s, rx, qp_num(r), o.timeout);
-        connect(r, *tx[i], qp_num(s), o.timeout);
+        connect(s, rx, qp_num(r), o.timeout, o.sr);
+        connect(r, *tx[i], qp_num(s), o.timeout, o.sr);
     }
 
     run_result r;
@@ -277,12 +292,14 @@ run_result run(const options &o, bool dcqcn) {
     bottleneck *bn = rx_port->bottleneck_model();
 
     std::unique_ptr<pcap_writer> cap;
-    if (dcqcn && !o.pcap.empty()) {
+    if ((dcqcn || !o.run_on) && !o.pcap.empty()) {
         std::string e;
         cap = pcap_writer::open(o.pcap, e);
         if (!cap) std::fprintf(stderr, "%s\n", e.c_str());
     }
-    const uint64_t cap_end = t0 + 2'000'000;
+    const uint64_t cap_begin = t0 + uint64_t(o.pcap_at_ms * 1e6);
+    const uint64_t cap_end = cap_begin + uint64_t(o.pcap_ms * 1e6);
+    auto capturing = [&] { return cap && clk.now_ns() >= cap_begin && clk.now_ns() < cap_end; };
     rte_mbuf *pk[64];
     unsigned turn = 0;
     while (clk.now_ns() < t_end) {
@@ -304,7 +321,7 @@ run_result run(const options &o, bool dcqcn) {
         unsigned moved = 0;
         {
             uint16_t k = rx.port->rx_burst(pk, 64);
-            if (cap && clk.now_ns() < cap_end) cap->write_burst(pk, k);
+            if (capturing()) cap->write_burst_at(clk.now_ns(), pk, k);
             if (k) rx.ctx->rx_burst(pk, k);
             moved += k + rx.ctx->poll();
         }
@@ -315,7 +332,7 @@ run_result run(const options &o, bool dcqcn) {
             const unsigned i = (f + turn) % o.flows;
             node &n = *tx[i];
             uint16_t k = n.port->rx_burst(pk, 64);
-            if (cap && clk.now_ns() < cap_end) cap->write_burst(pk, k);
+            if (capturing()) cap->write_burst_at(clk.now_ns(), pk, k);
             if (k) n.ctx->rx_burst(pk, k);
             moved += k + n.ctx->poll();
             wc wcs[16];
@@ -360,6 +377,8 @@ run_result run(const options &o, bool dcqcn) {
     r.retransmits = ct.retransmits - base_tx.retransmits;
     r.retrans_pkts = ct.retrans_pkts - base_tx.retrans_pkts;
     r.timeouts = ct.timeouts - base_tx.timeouts;
+    r.probes = ct.tlp_probes - base_tx.tlp_probes;
+    r.spurious = ct.tlp_spurious - base_tx.tlp_spurious;
     r.rate_min_gbps = 1e9;
     for (auto &n : tx) {
         double g = double(qp_cc_query(n->qps[0]).rate_mbps) / 1e3;
@@ -406,13 +425,27 @@ int main(int argc, char **argv) {
             o.pcap = v;
         else if (arg(i, argc, argv, "--cnp-us", v))
             o.cnp_us = std::stod(v);
+        else if (arg(i, argc, argv, "--pcap-at", v))
+            o.pcap_at_ms = std::stod(v);
+        else if (arg(i, argc, argv, "--pcap-ms", v))
+            o.pcap_ms = std::stod(v);
+        else if (arg(i, argc, argv, "--drop", v))
+            o.drop = std::stod(v);
+        else if (arg(i, argc, argv, "--seed", v))
+            o.seed = std::stoull(v);
+        else if (arg(i, argc, argv, "--dcqcn", v) && (v == "off" || v == "on" || v == "both")) {
+            o.run_off = v != "on";
+            o.run_on = v != "off";
+        } else if (std::strcmp(argv[i], "--sr") == 0)
+            o.sr = true;
         else if (std::strcmp(argv[i], "--paper") == 0)
             o.paper = true;
         else {
             std::fprintf(stderr,
                          "usage: %s [--ms M] [--warmup-ms W] [--flows N] [--line G] "
                          "[--bottleneck G] [--buffer KB] [--delay US] [--timeout T] [--paper] "
-                         "[--cnp-us US] [--trace FILE] [--pcap FILE]\n",
+                         "[--cnp-us US] [--trace FILE] [--pcap FILE] [--pcap-at MS] [--pcap-ms M] "
+                         "[--dcqcn off|on|both] [--drop P] [--seed S] [--sr]\n",
                          argv[0]);
             return 2;
         }
@@ -433,48 +466,61 @@ int main(int argc, char **argv) {
     }
     std::printf("bench_congestion: %u flows of 64 KiB RC WRITEs (%u in flight each), MTU 4096\n"
                 "  senders at %.0f Gb/s -> bottleneck %.0f Gb/s, buffer %u KB, ECN Kmin 5 KB "
-                "Kmax 200 KB Pmax 1%%, delay %.1f us each way\n"
+                "Kmax 200 KB Pmax 1%%, delay %.1f us each way, random loss %.2f%% either way%s\n"
                 "  %.0f ms measured after %.0f ms warm-up (simulated time), QP timeout %u, "
                 "reaction point: %s\n\n",
-                o.flows, in_flight, o.line_gbps, o.bottleneck_gbps, o.buffer_kb, o.delay_us, o.ms,
-                o.warmup_ms, o.timeout,
+                o.flows, in_flight, o.line_gbps, o.bottleneck_gbps, o.buffer_kb, o.delay_us,
+                100 * o.drop, o.sr ? ", selective repeat" : "", o.ms, o.warmup_ms, o.timeout,
                 o.paper ? "paper (T 55 us, B 10 MB, F 5, AI 40, HAI 400 Mb/s)"
                         : "mlx5 (T 300 us, B 32 KB, F 1, AI 5, HAI 50 Mb/s)");
-    run_result off = run(o, false), on = run(o, true);
-    auto row = [](const char *name, const char *fmt, double a, double b) {
-        char x[32], y[32];
-        std::snprintf(x, sizeof(x), fmt, a);
-        std::snprintf(y, sizeof(y), fmt, b);
-        std::printf("| %-38s | %12s | %12s |\n", name, x, y);
+    std::vector<run_result> runs;
+    if (o.run_off) runs.push_back(run(o, false));
+    if (o.run_on) runs.push_back(run(o, true));
+    auto row = [&](const char *name, const char *fmt, auto field) {
+        std::printf("| %-38s |", name);
+        for (const run_result &r : runs) {
+            char x[32];
+            std::snprintf(x, sizeof(x), fmt, double(field(r)));
+            std::printf(" %12s |", x);
+        }
+        std::printf("\n");
     };
-    std::printf("| %-38s | %12s | %12s |\n", "", "DCQCN off", "DCQCN on");
-    std::printf("|%s|%s|%s|\n", std::string(40, '-').c_str(), std::string(14, '-').c_str(),
-                std::string(14, '-').c_str());
-    row("Jain's fairness index", "%.3f", off.jain, on.jain);
-    row("goodput per flow min (Gb/s)", "%.2f", *std::min_element(off.gbps.begin(), off.gbps.end()),
-        *std::min_element(on.gbps.begin(), on.gbps.end()));
-    row("goodput per flow max (Gb/s)", "%.2f", *std::max_element(off.gbps.begin(), off.gbps.end()),
-        *std::max_element(on.gbps.begin(), on.gbps.end()));
-    row("bottleneck queue median (KB)", "%.0f", off.q_median_kb, on.q_median_kb);
-    row("bottleneck queue p99 (KB)", "%.0f", off.q_p99_kb, on.q_p99_kb);
-    row("loss rate at the bottleneck", "%.4f", off.loss, on.loss);
-    row("link utilisation (wire bytes)", "%.3f", off.util_wire, on.util_wire);
-    row("link utilisation (goodput)", "%.3f", off.util_goodput, on.util_goodput);
-    row("CE marks", "%.0f", double(off.marked), double(on.marked));
-    row("CNPs sent", "%.0f", double(off.cnps_sent), double(on.cnps_sent));
-    row("rate cuts", "%.0f", double(off.rate_cuts), double(on.rate_cuts));
-    row("go-back-N retries", "%.0f", double(off.retransmits), double(on.retransmits));
-    row("packets re-sent", "%.0f", double(off.retrans_pkts), double(on.retrans_pkts));
-    row("local ACK timeouts", "%.0f", double(off.timeouts), double(on.timeouts));
-    row("flows failed (retry exceeded)", "%.0f", double(off.flows_failed), double(on.flows_failed));
-    row("sender rates at the end, min (Gb/s)", "%.2f", off.rate_min_gbps, on.rate_min_gbps);
-    row("sender rates at the end, max (Gb/s)", "%.2f", off.rate_max_gbps, on.rate_max_gbps);
-    std::printf("\nper-flow goodput (Gb/s), off:");
-    for (double g : off.gbps)
-        std::printf(" %.2f", g);
-    std::printf("\nper-flow goodput (Gb/s), on: ");
-    for (double g : on.gbps)
-        std::printf(" %.2f", g);
+    std::printf("| %-38s |", "");
+    for (const run_result &r : runs)
+        std::printf(" %12s |", r.dcqcn ? "DCQCN on" : "DCQCN off");
+    std::printf("\n|%s|", std::string(40, '-').c_str());
+    for (size_t i = 0; i < runs.size(); ++i)
+        std::printf("%s|", std::string(14, '-').c_str());
+    std::printf("\n");
+    row("Jain's fairness index", "%.3f", [](const run_result &r) { return r.jain; });
+    row("goodput per flow min (Gb/s)", "%.2f",
+        [](const run_result &r) { return *std::min_element(r.gbps.begin(), r.gbps.end()); });
+    row("goodput per flow max (Gb/s)", "%.2f",
+        [](const run_result &r) { return *std::max_element(r.gbps.begin(), r.gbps.end()); });
+    row("bottleneck queue median (KB)", "%.0f", [](const run_result &r) { return r.q_median_kb; });
+    row("bottleneck queue p99 (KB)", "%.0f", [](const run_result &r) { return r.q_p99_kb; });
+    row("loss rate at the bottleneck", "%.4f", [](const run_result &r) { return r.loss; });
+    row("link utilisation (wire bytes)", "%.3f", [](const run_result &r) { return r.util_wire; });
+    row("link utilisation (goodput)", "%.3f", [](const run_result &r) { return r.util_goodput; });
+    row("CE marks", "%.0f", [](const run_result &r) { return r.marked; });
+    row("CNPs sent", "%.0f", [](const run_result &r) { return r.cnps_sent; });
+    row("rate cuts", "%.0f", [](const run_result &r) { return r.rate_cuts; });
+    row("go-back-N retries", "%.0f", [](const run_result &r) { return r.retransmits; });
+    row("packets re-sent", "%.0f", [](const run_result &r) { return r.retrans_pkts; });
+    row("local ACK timeouts", "%.0f", [](const run_result &r) { return r.timeouts; });
+    row("tail-loss probes", "%.0f", [](const run_result &r) { return r.probes; });
+    row("  of them found spurious", "%.0f", [](const run_result &r) { return r.spurious; });
+    row("flows failed (retry exceeded)", "%.0f",
+        [](const run_result &r) { return r.flows_failed; });
+    row("sender rates at the end, min (Gb/s)", "%.2f",
+        [](const run_result &r) { return r.rate_min_gbps; });
+    row("sender rates at the end, max (Gb/s)", "%.2f",
+        [](const run_result &r) { return r.rate_max_gbps; });
+    for (const run_result &r : runs) {
+        std::printf("\nper-flow goodput (Gb/s), %s:", r.dcqcn ? "on " : "off");
+        for (double g : r.gbps)
+            std::printf(" %.2f", g);
+    }
     std::printf("\n");
     return 0;
 }

@@ -229,7 +229,7 @@ struct result {
     double gbit_per_s;
     uint64_t retransmits;
     double cpu_share; /* CPU seconds / wall seconds during the run */
-    uint64_t timeouts = 0, probes = 0;
+    uint64_t timeouts = 0, probes = 0, spurious = 0;
 };
 
 /* Keep the send queue full of one kind of WR; every 16th is signaled. */
@@ -316,7 +316,8 @@ result run_stream(mtu m, wr_opcode op, uint32_t size, const link_mode &lm = {}) 
             p.a.q->cnt.retransmits - rtx0,
             (t1 - t0) / (w1 - w0),
             p.a.q->cnt.timeouts,
-            p.a.q->cnt.tlp_probes};
+            p.a.q->cnt.tlp_probes,
+            p.a.q->cnt.tlp_spurious};
 }
 
 /* 64 B inline RC SENDs, a's WRs posted three ways in the same harness:
@@ -683,8 +684,9 @@ int main(int argc, char **argv) {
                     std::printf("  %.3f (%5.2f; %llu to)", r.gbit_per_s / lossless, r.gbit_per_s,
                                 (unsigned long long)r.timeouts);
                     if (verbose)
-                        std::printf(" [rtx %llu probes %llu]", (unsigned long long)r.retransmits,
-                                    (unsigned long long)r.probes);
+                        std::printf(" [rtx %llu probes %llu spurious %llu]",
+                                    (unsigned long long)r.retransmits, (unsigned long long)r.probes,
+                                    (unsigned long long)r.spurious);
                 }
                 std::printf("\n");
                 std::fflush(stdout);

@@ -3,6 +3,8 @@
  */
 #include <gtest/gtest.h>
 
+#include <pcap/pcap.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -90,6 +92,39 @@ TEST(pcap_writer, snaplen_truncates_and_counts) {
     ASSERT_EQ(back.size(), 1u);
     EXPECT_EQ(back[0].bytes.size(), 128u);
     unlink(path.c_str());
+}
+
+TEST(pcap_writer, write_at_records_the_callers_time_in_nanoseconds) {
+    rte_mempool *pool =
+        rte_pktmbuf_pool_create("pcapt", 64, 0, 0, 256 + RTE_PKTMBUF_HEADROOM, SOCKET_ID_ANY);
+    ASSERT_NE(pool, nullptr);
+    std::string err, path = temp_path("t.pcap");
+    auto w = pcap_writer::open(path, err);
+    ASSERT_NE(w, nullptr) << err;
+    /* simulated time: 1 s + 5 ns, then 3 s + 999999999 ns */
+    const uint64_t at[] = {1'000'000'005ull, 3'999'999'999ull};
+    for (uint64_t t : at) {
+        rte_mbuf *m = rte_pktmbuf_alloc(pool);
+        ASSERT_NE(m, nullptr);
+        std::memset(rte_pktmbuf_append(m, 60), 0x11, 60);
+        w->write_burst_at(t, &m, 1);
+        rte_pktmbuf_free(m);
+    }
+    w.reset();
+    char eb[PCAP_ERRBUF_SIZE];
+    pcap_t *p =
+        pcap_open_offline_with_tstamp_precision(path.c_str(), PCAP_TSTAMP_PRECISION_NANO, eb);
+    ASSERT_NE(p, nullptr) << eb;
+    struct pcap_pkthdr *h;
+    const u_char *d;
+    for (uint64_t t : at) {
+        ASSERT_EQ(pcap_next_ex(p, &h, &d), 1);
+        EXPECT_EQ(uint64_t(h->ts.tv_sec) * 1000000000ull + uint64_t(h->ts.tv_usec), t);
+        EXPECT_EQ(h->len, 60u);
+    }
+    pcap_close(p);
+    unlink(path.c_str());
+    rte_mempool_free(pool);
 }
 
 TEST(pcap_writer, unwritable_path_is_a_clear_error) {

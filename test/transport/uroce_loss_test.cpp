@@ -252,6 +252,84 @@ TEST_F(loss, probe_off_leaves_the_timeout) {
     EXPECT_EQ(a.qp->cnt.tlp_probes, 0u);
 }
 
+/* A peer that answers late once (a jittery software responder: rxe under
+ * emulation answers in microseconds or in milliseconds): the probe goes,
+ * the original's ACK comes, then the ACK of the probe's duplicate, which
+ * shows the probe spurious. The PTO doubles, and comes back after 16 calm
+ * RTT samples; nothing but the probe is resent and the data is right. */
+TEST_F(loss, late_answer_makes_the_probe_spurious_and_backs_off) {
+    memlink_config lc;
+    lc.delay = 1.0;
+    lc.delay_ns = 100'000; /* each way */
+    setup_pair(lc);
+    src.assign(4096, 1);
+    dst.assign(4096, 0);
+    fill_pattern(src.data(), src.size(), 3);
+    ms = reg(a, src.data(), 4096);
+    md = reg(b, dst.data(), 4096);
+    uint64_t id = 0;
+    auto one = [&] {
+        write(id++, 1024);
+        wc e;
+        int got = 0;
+        for (int r = 0; r < 100000 && got == 0; ++r) {
+            if (!pump()) clk.advance(1'000);
+            got = poll_cq(a.scq, 1, &e);
+        }
+        ASSERT_EQ(got, 1);
+        ASSERT_EQ(e.status, wc_status::success);
+    };
+    for (int i = 0; i < 10; ++i)
+        one();
+    ASSERT_EQ(a.qp->cnt.tlp_probes, 0u);
+    const uint64_t pto = loss_probe_delay_ns(a.qp);
+    ASSERT_LT(pto, 1'000'000u);
+    /* one message whose frames take 300 us each way: the probe fires after a
+     * PTO (~400 us), before the original's ACK (600 us) */
+    ASSERT_LT(pto, 600'000u);
+    link->set_faults(0, 0, 0, 0, 1.0, 300'000);
+    one();
+    link->set_faults(0, 0, 0, 0, 1.0, 100'000);
+    EXPECT_EQ(a.qp->cnt.tlp_probes, 1u);
+    /* the duplicate's ACK is still on its way */
+    for (int r = 0; r < 5000; ++r)
+        if (!pump()) clk.advance(1'000);
+    EXPECT_EQ(a.qp->cnt.tlp_spurious, 1u);
+    EXPECT_GE(a.qp->cnt.dup_responses, 1u);
+    EXPECT_EQ(a.qp->loss.backoff, 1u);
+    EXPECT_EQ(a.qp->cnt.retransmits, 0u);
+    EXPECT_EQ(a.qp->cnt.timeouts, 0u);
+    /* Karn: the late sample was not taken, so the PTO is exactly doubled */
+    EXPECT_EQ(loss_probe_delay_ns(a.qp), 2 * pto);
+    for (int i = 0; i < 16; ++i)
+        one();
+    EXPECT_EQ(a.qp->loss.backoff, 0u);
+    EXPECT_EQ(loss_probe_delay_ns(a.qp), pto);
+    EXPECT_EQ(a.qp->cnt.tlp_probes, 1u);
+    EXPECT_EQ(std::memcmp(src.data(), dst.data(), 1024), 0);
+}
+
+/* A lost ACK: the probe is needed (the duplicate's ACK is the only one), so
+ * it is not counted spurious and the PTO does not back off. */
+TEST_F(loss, needed_probe_is_not_spurious) {
+    setup(100);
+    warm_up();
+    bool dropped = false;
+    link->set_filter([&](rte_mbuf *, const memlink_port *from) {
+        if (from == b.port && !dropped) {
+            dropped = true;
+            return false;
+        }
+        return true;
+    });
+    write(1, 100);
+    ASSERT_EQ(poll_n(a.scq, 1).size(), 1u);
+    settle();
+    EXPECT_EQ(a.qp->cnt.tlp_probes, 1u);
+    EXPECT_EQ(a.qp->cnt.tlp_spurious, 0u);
+    EXPECT_EQ(a.qp->loss.backoff, 0u);
+}
+
 /* The RTT estimate follows a link delay (RFC 6298's estimator). */
 TEST_F(loss, srtt_follows_the_link_delay) {
     memlink_config lc;
