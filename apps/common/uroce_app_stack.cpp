@@ -157,6 +157,7 @@ std::unique_ptr<stack> stack::create(const stack_options &o, std::string &err) {
     }
     st->port_ = ethdev_port::open(pc, err);
     if (!st->port_) return nullptr;
+    st->gate_intr_ = needs_eal_intr_gate(st->port_->driver_name());
 
     /* TX frames are single mbufs of a whole frame (the transport builds them
      * in one pass): size the pool's rooms for the largest frame. */
@@ -271,7 +272,14 @@ bool stack::start_shard_lcores(std::string &err) {
     return true;
 }
 
+/* The teardown race of DPDK 22.11's memif (<uroce/eal_intr_gate.h>). A
+ * park that times out is counted in the gate; we go on as without it. */
+void stack::hold_intr_gate() {
+    if (gate_intr_) eal_intr_gate::instance().park(std::chrono::milliseconds(500));
+}
+
 stack::~stack() {
+    hold_intr_gate();
     registry().erase(name_);
     shard_lcores_stop_.store(true);
     for (unsigned lcore : shard_lcores_)
@@ -286,6 +294,7 @@ stack::~stack() {
     nb_.reset();
     capture_.reset();
     port_.reset();
+    if (gate_intr_) eal_intr_gate::instance().release();
     if (tx_pool_) rte_mempool_free(tx_pool_);
 }
 

@@ -24,6 +24,7 @@
 
 #include <uroce/capture.h>
 #include <uroce/eal.h>
+#include <uroce/eal_intr_gate.h>
 #include <uroce/engine.h>
 #include <uroce/ethdev.h>
 #include <uroce/neigh.h>
@@ -82,6 +83,10 @@ class stack {
      * retransmits its last request; our live QP re-ACKs the duplicate (IBTA
      * 9.9.2). Torn down at once, we would leave it retrying until it fails:
      * the stock tools finish independently and cannot tell us. */
+    /* On a memif port the EAL interrupt thread is parked from here until
+     * the port is closed (<uroce/eal_intr_gate.h>): the peer, done too,
+     * closes its end meanwhile, and memif's disconnect must not unmap the
+     * rings under our polls. */
     void linger(std::chrono::milliseconds idle = std::chrono::milliseconds(300),
                 std::chrono::milliseconds limit = std::chrono::milliseconds(3000));
     /* The peer's MAC, resolving it over the link (ARP / ND) while polling. */
@@ -113,6 +118,9 @@ class stack {
     stack() = default;
     std::string name_;
     std::unique_ptr<ethdev_port> port_;
+    bool gate_intr_ = false; /* the port's PMD needs eal_intr_gate (memif) */
+    /* Park the interrupt thread for the rest of the stack's life. */
+    void hold_intr_gate();
     rte_mempool *tx_pool_ = nullptr;
     std::unique_ptr<neigh> nb_;
     std::unique_ptr<pcap_writer> capture_;
@@ -150,6 +158,7 @@ inline bool stack::wait_link_up(std::chrono::milliseconds timeout) {
 
 inline void stack::linger(std::chrono::milliseconds idle, std::chrono::milliseconds limit) {
     using clock = std::chrono::steady_clock;
+    hold_intr_gate();
     const auto roce = [&] { return eng().counters().rx_by_class[size_t(frame_class::roce)]; };
     const auto end = clock::now() + limit;
     auto quiet_since = clock::now();

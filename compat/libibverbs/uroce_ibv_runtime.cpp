@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "uroce_ibv_runtime.h"
 
-#include "uroce_ibv_intr_gate.h"
+#include <uroce/eal_intr_gate.h>
 #include "uroce_ibv_rdmacm.h"
 
 #include <algorithm>
@@ -145,7 +145,7 @@ void runtime::stop() {
         std::lock_guard<std::mutex> lock(mu_);
         /* No memif disconnect on the interrupt thread while we linger and
          * close the port (after one it was handling finishes). */
-        if (gate_intr_) intr_parked_ = intr_gate::instance().park(gate_timeout);
+        if (gate_intr_) intr_parked_ = eal_intr_gate::instance().park(gate_timeout);
         /* librdmacm ends what the process leaves behind (its DREQs go out
          * and are answered while we linger). */
         for (auto &[fn, arg] : leave_hooks_)
@@ -164,11 +164,11 @@ void runtime::stop() {
             st_->print_counters(stderr);
             if (gate_intr_)
                 std::fprintf(stderr, "compat.intr_gate windows %llu park_timeouts %llu\n",
-                             (unsigned long long)intr_gate::instance().windows(),
-                             (unsigned long long)intr_gate::instance().park_timeouts());
+                             (unsigned long long)eal_intr_gate::instance().windows(),
+                             (unsigned long long)eal_intr_gate::instance().park_timeouts());
         }
         st_.reset();
-        if (gate_intr_) intr_gate::instance().release();
+        if (gate_intr_) eal_intr_gate::instance().release();
         intr_parked_ = false;
     }
 }
@@ -211,7 +211,7 @@ void runtime::progress_loop() {
 }
 
 void runtime::gate_window_locked() {
-    intr_gate &g = intr_gate::instance();
+    eal_intr_gate &g = eal_intr_gate::instance();
     if (intr_parked_) {
         /* Nobody polls now: the interrupt thread handles what memif's
          * control channel brought (a disconnect, maybe). */
@@ -246,7 +246,7 @@ unsigned runtime::drive_locked() {
     bool poll_port = true;
     if (gate_intr_ && !intr_parked_) {
         poll_port = st_->port().link_up();
-        if (poll_port) intr_parked_ = intr_gate::instance().park(gate_timeout);
+        if (poll_port) intr_parked_ = eal_intr_gate::instance().park(gate_timeout);
     }
     if (threaded)
         for (compat_cq *c : cqs_)

@@ -150,7 +150,7 @@ class runtime {
     void nap();
     void wake_progress();
     /* memif: park EAL's interrupt thread while the link is up and we poll,
-     * with a window at each link check (uroce_ibv_intr_gate.h). */
+     * with a window at each link check (<uroce/eal_intr_gate.h>). */
     void gate_window_locked();
 
     /* The port is a net_memif: its link goes down on EAL's interrupt thread. */

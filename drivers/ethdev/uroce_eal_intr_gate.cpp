@@ -1,19 +1,19 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-#include "uroce_ibv_intr_gate.h"
+#include <uroce/eal_intr_gate.h>
 
 #include <rte_alarm.h>
 
-namespace uroce::compat {
+namespace uroce {
 
-intr_gate &intr_gate::instance() {
-    static intr_gate *g = new intr_gate();
+eal_intr_gate &eal_intr_gate::instance() {
+    static eal_intr_gate *g = new eal_intr_gate();
     return *g;
 }
 
-void intr_gate::alarm_cb(void *arg) {
+void eal_intr_gate::alarm_cb(void *arg) {
     /* On EAL's interrupt thread: everything it had to handle before this
      * alarm is done; nothing else it handles runs until we return. */
-    auto *g = static_cast<intr_gate *>(arg);
+    auto *g = static_cast<eal_intr_gate *>(arg);
     std::unique_lock<std::mutex> lock(g->mu_);
     if (g->state_ == state::requested && !g->release_requested_) {
         g->state_ = state::parked;
@@ -25,7 +25,7 @@ void intr_gate::alarm_cb(void *arg) {
     g->cv_.notify_all();
 }
 
-bool intr_gate::park(std::chrono::milliseconds timeout) {
+bool eal_intr_gate::park(std::chrono::milliseconds timeout) {
     std::unique_lock<std::mutex> lock(mu_);
     if (state_ == state::parked) return true;
     if (state_ == state::free) {
@@ -45,7 +45,7 @@ bool intr_gate::park(std::chrono::milliseconds timeout) {
     return true;
 }
 
-void intr_gate::release() {
+void eal_intr_gate::release() {
     std::unique_lock<std::mutex> lock(mu_);
     if (state_ == state::free) return;
     release_requested_ = true;
@@ -54,9 +54,24 @@ void intr_gate::release() {
     if (state_ == state::parked) cv_.wait(lock, [this] { return state_ != state::parked; });
 }
 
-bool intr_gate::parked() const {
+bool eal_intr_gate::parked() const {
     std::lock_guard<std::mutex> lock(mu_);
     return state_ == state::parked;
 }
 
-} // namespace uroce::compat
+uint64_t eal_intr_gate::park_timeouts() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return park_timeouts_;
+}
+
+uint64_t eal_intr_gate::windows() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return windows_;
+}
+
+void eal_intr_gate::count_window() {
+    std::lock_guard<std::mutex> lock(mu_);
+    windows_++;
+}
+
+} // namespace uroce
