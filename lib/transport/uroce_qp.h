@@ -147,6 +147,14 @@ struct qp {
         /* a retry is under way (timeout, NAK or gap): until forward
          * progress, NAKs and gaps start no other (one retry per loss) */
         bool retry_guard = false;
+        /* the last retry asked the responder again for everything up to
+         * rerequest_end (exclusive); until the responses to what was asked
+         * before it have run out (rerequest_end - 1 seen), its answers are
+         * still queued behind them and cover any later gap from
+         * rerequest_psn on (uroce_comp.cpp, rerequest_covers) */
+        bool rerequest_pending = false;
+        uint32_t rerequest_psn = 0;
+        uint32_t rerequest_end = 0;
     } comp;
 
     struct {
