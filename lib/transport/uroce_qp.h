@@ -147,13 +147,15 @@ struct qp {
         /* a retry is under way (timeout, NAK or gap): until forward
          * progress, NAKs and gaps start no other (one retry per loss) */
         bool retry_guard = false;
-        /* the last retry asked the responder again for everything up to
-         * rerequest_end (exclusive); until the responses to what was asked
-         * before it have run out (rerequest_end - 1 seen), its answers are
-         * still queued behind them and cover any later gap from
-         * rerequest_psn on (uroce_comp.cpp, rerequest_covers) */
+        /* the last retry, started by a gap, asked the responder again from
+         * rerequest_psn up to rerequest_end (exclusive); until the responses
+         * to what was asked before it have run out (rerequest_end - 1 seen),
+         * its answer is still to come and covers a later gap at a PSN whose
+         * response was seen and discarded, up to rerequest_seen
+         * (uroce_comp.cpp, rerequest_covers) */
         bool rerequest_pending = false;
         uint32_t rerequest_psn = 0;
+        uint32_t rerequest_seen = 0;
         uint32_t rerequest_end = 0;
     } comp;
 
