@@ -131,32 +131,34 @@ static void record_forward_progress(qp *q) {
     loss_on_progress(q);
 }
 
-/* What started a retry: the local ACK timer, a PSN sequence error NAK, or a
+/* What started a retry: the local ACK timer, a PSN sequence error NAK, a
  * gap in the responses (one past comp.psn while a READ or atomic still
- * waits for its own). */
-enum class retry_cause { timeout, nak, gap };
+ * waits for its own), or a gap inside a READ's response stream (a READ
+ * response past comp.psn, within the oldest WQE's READ). */
+enum class retry_cause { timeout, nak, gap, read_gap };
 
 /* A gap that the last retry's re-request covers. That retry was started by
- * a gap too, while the responder was still sending what we had asked
- * before (a long READ's stream, up to rerequest_end). Its answer restarts at
- * rerequest_psn and sends again every response from there: a later gap at a
- * PSN whose response we have already seen and discarded since (behind the
- * first gap, up to rerequest_seen) is one that answer repairs. Asking again
- * would only queue one more copy of the same responses behind it: a
- * responder that finishes what it is sending before it takes the next
- * request (rxe) then gets a whole READ more per gap (seen against rxe under
- * netem's reordering: 110 READ requests for one 8 MiB READ in 14 s, each
- * answered with the rest of the READ), and the copies come back as
- * duplicates long after the data is in. The typical case is a reordering:
- * a response overtaken by the next one is a gap (the retry), the late one
- * then arrives (forward progress), and the one after it is a gap again, at
- * the PSN already seen.
+ * a gap too, seen when the response at rerequest_seen arrived while the
+ * completer waited for rerequest_psn, and its answer sends again every
+ * response from rerequest_psn on. The typical case is a reordering: a
+ * response overtaken by the next one is that gap, the late one then arrives
+ * (forward progress), and the one after it is a gap again, at a PSN up to
+ * rerequest_seen, whose response was discarded before the re-request was
+ * even sent: the answer repairs it. Asking again would only queue one more
+ * copy of the same responses behind it: a responder that finishes what it
+ * is sending before it takes the next request (rxe) then gets a whole READ
+ * more per reordering (seen against rxe under netem's reordering: 110 READ
+ * requests for one 8 MiB READ in 14 s, each answered with the rest of the
+ * READ), and the copies come back as duplicates long after the data is in.
  *
- * A gap past rerequest_seen is not covered: that response was sent after
- * the re-request, perhaps as part of its answer (uroce's responder starts
- * the answer at once), and lost. Nor is any gap once the responses to what
- * was asked before the re-request have run out (rerequest_end - 1 seen):
- * its answer is what comes next, and a gap in it needs a retry. */
+ * A gap past rerequest_seen is not covered: that response may have been
+ * sent after the re-request, as part of its answer (uroce's responder
+ * starts the answer at once), and lost. Counting every response discarded
+ * since (up to the end of the old stream) was tried: under the property
+ * test's loss it took losses in such answers for covered and waited for
+ * the timeout. Nor is any gap covered once the responses to what was asked
+ * before the re-request have run out (rerequest_end - 1 seen): its answer
+ * is what comes next. */
 static inline bool rerequest_covers(const qp *q) {
     return q->comp.rerequest_pending && psn_diff(q->comp.psn, q->comp.rerequest_psn) >= 0 &&
            psn_diff(q->comp.psn, q->comp.rerequest_seen) <= 0;
@@ -172,18 +174,11 @@ static inline bool rerequest_covers(const qp *q) {
  * timeout does, as in rxe (its completer's started_retry). A gap that an
  * earlier re-request covers starts none and costs nothing of retry_cnt. */
 static void retry(qp *q, retry_cause why, uint32_t gap_psn = 0) {
-    if (why == retry_cause::gap && q->comp.retry_guard) {
-        /* a response past the gap, discarded: the re-request sends it again */
-        if (q->comp.rerequest_pending && psn_diff(gap_psn, q->comp.rerequest_seen) > 0)
-            q->comp.rerequest_seen = gap_psn;
-        return;
-    }
     if (why != retry_cause::timeout && q->comp.retry_guard) return;
-    if (why == retry_cause::gap && rerequest_covers(q)) {
+    if (why == retry_cause::read_gap && rerequest_covers(q)) {
         /* that retry is the one under way for this gap */
         ++q->cnt.rerequests_saved;
         q->comp.retry_guard = true;
-        if (psn_diff(gap_psn, q->comp.rerequest_seen) > 0) q->comp.rerequest_seen = gap_psn;
         return;
     }
     q->comp.retry_guard = true;
@@ -194,10 +189,11 @@ static void retry(qp *q, retry_cause why, uint32_t gap_psn = 0) {
     }
     --q->comp.retry_left;
     req_start_retry(q);
-    /* a gap is seen while the responder is still sending: what it sends
-     * until rerequest_end comes before its answer to this re-request. After
-     * a timeout it has fallen silent; after a NAK it has seen the gap. */
-    q->comp.rerequest_pending = why == retry_cause::gap;
+    /* a gap inside a READ's stream is seen while the responder is still
+     * sending it. After a timeout it has fallen silent, after a NAK it has
+     * seen the gap; a response past a READ (another request's) may be far
+     * past the gap, and would make rerequest_seen cover too much. */
+    q->comp.rerequest_pending = why == retry_cause::read_gap;
     q->comp.rerequest_psn = q->comp.psn;
     q->comp.rerequest_seen = gap_psn;
     q->comp.rerequest_end = q->req.max_psn_sent;
@@ -306,7 +302,7 @@ static bool complete_implied(qp *q, uint32_t psn, bool positive_ack, bool &advan
         if (d < 0 || (d == 0 && !positive_ack)) break;
         if (needs_own_response(w)) {
             if (advanced) record_forward_progress(q);
-            retry(q, retry_cause::gap, psn);
+            retry(q, retry_cause::gap);
             return false;
         }
         q->comp.psn = psn_add(w.last_psn, 1);
@@ -329,7 +325,7 @@ static void do_ack(qp *q, send_wqe &w, uint32_t psn, bool advanced) {
     if (needs_own_response(w)) {
         /* An ACK inside a READ/atomic: its responses were lost. */
         if (advanced) record_forward_progress(q);
-        if (psn_diff(psn, q->comp.psn) >= 0) retry(q, retry_cause::gap, psn);
+        if (psn_diff(psn, q->comp.psn) >= 0) retry(q, retry_cause::gap);
         return;
     }
     /* partial ACK of a multi-packet message (AckReq every N packets) */
@@ -423,7 +419,7 @@ static void do_read(qp *q, send_wqe &w, const roce_packet &p, rte_mbuf *m, bool 
     if (psn != q->comp.psn) {
         /* a response is missing: go back to the first one we lack */
         if (advanced) record_forward_progress(q);
-        retry(q, retry_cause::gap, psn);
+        retry(q, retry_cause::read_gap, psn);
         return;
     }
     const uint64_t off = uint64_t(psn_diff(psn, w.first_psn)) * q->mtu;

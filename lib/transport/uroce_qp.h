@@ -148,10 +148,10 @@ struct qp {
          * progress, NAKs and gaps start no other (one retry per loss) */
         bool retry_guard = false;
         /* the last retry, started by a gap, asked the responder again from
-         * rerequest_psn up to rerequest_end (exclusive); until the responses
-         * to what was asked before it have run out (rerequest_end - 1 seen),
-         * its answer is still to come and covers a later gap at a PSN whose
-         * response was seen and discarded, up to rerequest_seen
+         * rerequest_psn up to rerequest_end (exclusive); the response that
+         * showed the gap was at rerequest_seen. Until the responses to what
+         * was asked before it have run out (rerequest_end - 1 seen), a later
+         * gap up to rerequest_seen is repaired by its answer
          * (uroce_comp.cpp, rerequest_covers) */
         bool rerequest_pending = false;
         uint32_t rerequest_psn = 0;
