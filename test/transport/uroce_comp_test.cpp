@@ -414,6 +414,27 @@ TEST_F(slow_read, duplicate_responses_restart_the_timer) {
     EXPECT_EQ(a.qp->cnt.retransmits, 2u); /* the timeout's and the loss's */
 }
 
+/* After a loss the responder pauses again and again for longer than the
+ * timeout while it sends the rest of what it was asked before (rxe under
+ * TCG stalls for 70-700 ms when it runs out of buffers). Each timeout finds
+ * that it has sent newer responses since the retry: the re-request is still
+ * queued behind them, so the requester waits another timeout instead of
+ * asking again, and spends no retry. Before: a counted retry per pause,
+ * RETRY_EXC_ERR after four. */
+TEST_F(slow_read, responder_pauses_after_a_loss_cost_no_retries) {
+    constexpr unsigned nreads = 24, depth = 8;
+    setup(nreads);
+    lose = [](uint64_t n) { return n == 3; };
+    /* 1.25 ms (1.2 timeouts) of silence after every 10 responses until the
+     * ~120 responses queued before the re-request (the window's 128 PSNs)
+     * are nearly done */
+    silent = [](uint64_t step) { return step >= 10 && step < 420 && step % 35 >= 10; };
+    auto done = run(nreads, depth);
+    expect_all_read(done, nreads);
+    EXPECT_GE(a.qp->cnt.timeouts, 5u);
+    EXPECT_EQ(a.qp->cnt.retransmits, 1u);
+}
+
 /* A dead responder still ends the QP on time: duplicates and responses
  * behind a gap restart the timer only while they come. The model answers
  * (with a reordering and a loss) and then falls silent for good: the head
