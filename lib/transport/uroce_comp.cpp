@@ -193,7 +193,7 @@ static void retry(qp *q, retry_cause why, uint32_t gap_psn = 0) {
      * sending it. After a timeout it has fallen silent, after a NAK it has
      * seen the gap; a response past a READ (another request's) may be far
      * past the gap, and would make rerequest_seen cover too much. */
-    q->comp.retry_hi = q->comp.resp_hi;
+    q->comp.resp_since_retry = false;
     q->comp.rerequest_pending = why == retry_cause::read_gap;
     q->comp.rerequest_psn = q->comp.psn;
     q->comp.rerequest_seen = gap_psn;
@@ -208,21 +208,20 @@ void comp_retrans_timeout(void *arg) {
     if (q->req.rnr_wait || !comp_outstanding(q)) return;
     ++q->cnt.timeouts;
     /* A retry is under way without forward progress, and since it started
-     * the responder has sent responses past any it had sent before (the
-     * rest of a long READ's stream, behind the gap): it is alive and
-     * working through its queue, where that retry's re-request waits
-     * behind them, and it only paused for longer than the timeout (rxe's
-     * under TCG stalls for 70-700 ms when it runs out of buffers). Asking
-     * again would queue one more copy of the answer, and counting it would
-     * end the QP while the data is on its way: wait one more timeout
-     * instead. It happens at most once per new highest response, so a
-     * dead peer still ends the QP after retry_cnt + 1 silent timeouts (one
-     * more if the last thing it did was such a stream); a re-request that
-     * was lost is asked again when the stream is over. */
-    if (q->comp.retry_guard && psn_diff(q->comp.resp_hi, q->comp.psn) >= 0 &&
-        psn_diff(q->comp.resp_hi, q->comp.retry_hi) > 0) {
+     * (or since the last timeout waited out) the responder has sent
+     * responses: it is alive and working through its queue, where that
+     * retry's re-request waits behind what it is still sending (the rest of
+     * a long READ's stream, behind the gap), and it only paused for longer
+     * than the timeout (rxe's under TCG stalls for 70-700 ms when it runs
+     * out of buffers). Asking again would queue one more copy of the
+     * answer, and counting it would end the QP while the data is on its
+     * way: wait one more timeout instead. At most one such wait follows the
+     * last response, so a silent peer still ends the QP after retry_cnt + 1
+     * silent timeouts (+ 1); a re-request that was lost is asked again once
+     * the responder has nothing more to send. */
+    if (q->comp.retry_guard && q->comp.resp_since_retry) {
         /* counted in timeouts, not in retransmits */
-        q->comp.retry_hi = q->comp.resp_hi;
+        q->comp.resp_since_retry = false;
         comp_arm_retrans(q);
         return;
     }
@@ -299,7 +298,10 @@ static inline bool check_qp_state(const qp *q) {
 static inline bool check_psn(qp *q, uint32_t psn) {
     if (psn_diff(psn, q->comp.psn) < 0) {
         ++q->cnt.dup_responses;
-        if (comp_outstanding(q) && !q->dev->rx_icrc().pending) comp_arm_retrans(q);
+        if (comp_outstanding(q) && !q->dev->rx_icrc().pending) {
+            comp_arm_retrans(q);
+            q->comp.resp_since_retry = true;
+        }
         return false;
     }
     if (psn_diff(psn, q->req.max_psn_sent) >= 0) {
@@ -537,8 +539,7 @@ void comp_rcv_response(qp *q, const roce_packet &p, rte_mbuf *m) {
     if (comp_outstanding(q) && !q->dev->rx_icrc().pending) {
         comp_arm_retrans(q);
         loss_on_response(q);
-        if (psn_diff(psn, q->comp.resp_hi) > 0 || psn_diff(q->comp.resp_hi, q->comp.psn) < 0)
-            q->comp.resp_hi = psn;
+        q->comp.resp_since_retry = true;
     }
     const uint8_t syndrome = p.aeth() ? p.aeth()->syndrome : 0;
     const bool is_ack = p.info->has(op_flag::ack); /* ACKNOWLEDGE, or a SACK's ACK part */

@@ -153,13 +153,12 @@ struct qp {
          * was asked before it have run out (rerequest_end - 1 seen), a later
          * gap up to rerequest_seen is repaired by its answer
          * (uroce_comp.cpp, rerequest_covers) */
-        /* the highest PSN a response (in order or past a gap) has carried,
-         * and its value when the last retry started: a timeout after it
-         * has moved finds the responder still working through its queue
+        /* a response (in order, past a gap or a duplicate) has come since
+         * the last retry started or the last timeout was waited out: a
+         * timeout then finds the responder still working through its queue
          * toward that retry's re-request (uroce_comp.cpp,
          * comp_retrans_timeout) */
-        uint32_t resp_hi = 0;
-        uint32_t retry_hi = 0;
+        bool resp_since_retry = false;
         bool rerequest_pending = false;
         uint32_t rerequest_psn = 0;
         uint32_t rerequest_seen = 0;
