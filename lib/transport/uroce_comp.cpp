@@ -201,6 +201,11 @@ static void retry(qp *q, retry_cause why, uint32_t gap_psn = 0) {
     comp_arm_retrans(q);
 }
 
+/* Timeouts waited out after the last response while a retry is under way:
+ * 3 x 67 ms at timeout 14 covers most of the pauses of rxe under TCG
+ * (measured 70-230 ms, a few up to 700 ms). */
+static constexpr uint8_t max_pause_waits = 3;
+
 void comp_retrans_timeout(void *arg) {
     qp *q = static_cast<qp *>(arg);
     ++q->dev->cnt().timer_fires;
@@ -208,20 +213,20 @@ void comp_retrans_timeout(void *arg) {
     if (q->req.rnr_wait || !comp_outstanding(q)) return;
     ++q->cnt.timeouts;
     /* A retry is under way without forward progress, and since it started
-     * (or since the last timeout waited out) the responder has sent
-     * responses: it is alive and working through its queue, where that
-     * retry's re-request waits behind what it is still sending (the rest of
-     * a long READ's stream, behind the gap), and it only paused for longer
-     * than the timeout (rxe's under TCG stalls for 70-700 ms when it runs
-     * out of buffers). Asking again would queue one more copy of the
-     * answer, and counting it would end the QP while the data is on its
-     * way: wait one more timeout instead. At most one such wait follows the
-     * last response, so a silent peer still ends the QP after retry_cnt + 1
-     * silent timeouts (+ 1); a re-request that was lost is asked again once
-     * the responder has nothing more to send. */
-    if (q->comp.retry_guard && q->comp.resp_since_retry) {
+     * the responder has sent responses: it is alive and working through its
+     * queue, where that retry's re-request waits behind what it is still
+     * sending (the rest of a long READ's stream, behind the gap), and it
+     * only paused for longer than the timeout (rxe's under TCG stalls for
+     * 70-700 ms when it runs out of buffers). Asking again would queue one
+     * more copy of the answer, and counting it would end the QP while the
+     * data is on its way: wait instead, up to max_pause_waits timeouts
+     * after the last response. So a silent peer still ends the QP, after
+     * retry_cnt + 1 timeouts (+ max_pause_waits if a retry was under way
+     * and responses came), and a re-request that was lost is asked again
+     * once the responder has nothing more to send. */
+    if (q->comp.retry_guard && q->comp.resp_since_retry && q->comp.pause_waits < max_pause_waits) {
         /* counted in timeouts, not in retransmits */
-        q->comp.resp_since_retry = false;
+        ++q->comp.pause_waits;
         comp_arm_retrans(q);
         return;
     }
@@ -301,6 +306,7 @@ static inline bool check_psn(qp *q, uint32_t psn) {
         if (comp_outstanding(q) && !q->dev->rx_icrc().pending) {
             comp_arm_retrans(q);
             q->comp.resp_since_retry = true;
+            q->comp.pause_waits = 0;
         }
         return false;
     }
@@ -540,6 +546,7 @@ void comp_rcv_response(qp *q, const roce_packet &p, rte_mbuf *m) {
         comp_arm_retrans(q);
         loss_on_response(q);
         q->comp.resp_since_retry = true;
+        q->comp.pause_waits = 0;
     }
     const uint8_t syndrome = p.aeth() ? p.aeth()->syndrome : 0;
     const bool is_ack = p.info->has(op_flag::ack); /* ACKNOWLEDGE, or a SACK's ACK part */

@@ -154,11 +154,12 @@ struct qp {
          * gap up to rerequest_seen is repaired by its answer
          * (uroce_comp.cpp, rerequest_covers) */
         /* a response (in order, past a gap or a duplicate) has come since
-         * the last retry started or the last timeout was waited out: a
-         * timeout then finds the responder still working through its queue
-         * toward that retry's re-request (uroce_comp.cpp,
-         * comp_retrans_timeout) */
+         * the last retry started, and how many timeouts have been waited out
+         * since the last response: a timeout then finds the responder still
+         * working through its queue toward that retry's re-request, only
+         * paused (uroce_comp.cpp, comp_retrans_timeout) */
         bool resp_since_retry = false;
+        uint8_t pause_waits = 0;
         bool rerequest_pending = false;
         uint32_t rerequest_psn = 0;
         uint32_t rerequest_seen = 0;
