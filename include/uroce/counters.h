@@ -40,6 +40,8 @@ namespace uroce {
     X(dup_atomics, "duplicate atomics replayed")                                                   \
     X(out_of_seq, "out-of-sequence requests dropped")                                              \
     X(dup_responses, "stale or duplicate responses dropped")                                       \
+    X(rerequests_saved, "gaps in responses not asked again: an earlier retry's re-request, still " \
+                        "queued at the responder, covers them")                                    \
     X(bad_responses, "responses that match no outstanding request")                                \
     X(opcode_seq_errors, "opcode sequence errors")                                                 \
     X(uc_dropped, "UC packets dropped: after a PSN gap, or of a refused message (R_Key, access, "  \

@@ -147,6 +147,23 @@ struct qp {
         /* a retry is under way (timeout, NAK or gap): until forward
          * progress, NAKs and gaps start no other (one retry per loss) */
         bool retry_guard = false;
+        /* the last retry, started by a gap, asked the responder again from
+         * rerequest_psn up to rerequest_end (exclusive); the response that
+         * showed the gap was at rerequest_seen. Until the responses to what
+         * was asked before it have run out (rerequest_end - 1 seen), a later
+         * gap up to rerequest_seen is repaired by its answer
+         * (uroce_comp.cpp, rerequest_covers) */
+        /* a response (in order, past a gap or a duplicate) has come since
+         * the last retry started, and how many timeouts have been waited out
+         * since the last response: a timeout then finds the responder still
+         * working through its queue toward that retry's re-request, only
+         * paused (uroce_comp.cpp, comp_retrans_timeout) */
+        bool resp_since_retry = false;
+        uint8_t pause_waits = 0;
+        bool rerequest_pending = false;
+        uint32_t rerequest_psn = 0;
+        uint32_t rerequest_seen = 0;
+        uint32_t rerequest_end = 0;
     } comp;
 
     struct {

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstring>
 #include <deque>
+#include <functional>
+#include <optional>
 #include <vector>
 
 #include "uroce_psn.h"
@@ -226,6 +228,299 @@ TEST_F(comp, long_reads_from_a_slow_responder_keep_their_retries) {
     EXPECT_EQ(a.qp->cnt.retry_exceeded, 0u);
     EXPECT_EQ(a.qp->cnt.timeouts, 0u);
     EXPECT_TRUE(src == dst);
+}
+
+/* ---- Long READs against a slow responder that loses, reorders or stalls
+ * (issue 11: `ib_read_bw -s 8388608` against rxe under TCG ran out of
+ * retries). The responder is a model in the link filter, as rxe's: it takes
+ * READ requests in arrival order and answers one at a time, one response
+ * packet per 50 us step, and answers a request for a PSN it has answered
+ * before (a go-back-N re-request) again from there, after everything queued
+ * before it, with the opcodes of the original stream. The requester keeps
+ * `depth` READs outstanding, as ib_read_bw does. Timeout 8 (1.05 ms, 21
+ * steps), retry_cnt 3: four silent timeouts end the QP. */
+class slow_read : public pair_fixture {
+  protected:
+    static constexpr uint32_t pmtu = 1024;
+    static constexpr uint32_t read_len = 64 * 1024; /* 64 response packets */
+    static constexpr uint64_t step_ns = 50'000;
+
+    /* what happens to the n-th response packet the model sends (from 0) */
+    std::function<bool(uint64_t n)> lose = [](uint64_t) { return false; };
+    /* the n-th is delivered after the (n+1)-th */
+    std::function<bool(uint64_t n)> hold = [](uint64_t) { return false; };
+    /* the model sends nothing at this step (a stall, as rxe's VM under TCG) */
+    std::function<bool(uint64_t step)> silent = [](uint64_t) { return false; };
+
+    uint64_t sent = 0;          /* response packets the model sent */
+    uint64_t last_sent_ns = 0;  /* when it sent the last one */
+    unsigned requests_rcvd = 0; /* READ requests it took (first sends and re-requests) */
+    std::vector<uint8_t> src, dst;
+
+    struct request {
+        uint32_t psn;
+        uint64_t va;
+        uint32_t len;
+        uint32_t off;       /* bytes of it answered */
+        uint32_t first_idx; /* packet index of va in its READ */
+    };
+    std::deque<request> queue;
+    struct held_pkt {
+        uint8_t opcode;
+        uint32_t psn;
+        const uint8_t *payload;
+        uint32_t len;
+    };
+    std::optional<held_pkt> held;
+
+    void setup(unsigned nreads) {
+        opt.timeout = 8; /* 1.05 ms */
+        opt.retry_cnt = 3;
+        opt.max_rd_atomic = 16;
+        opt.path_mtu = mtu::mtu_1024;
+        setup_pair();
+        src.assign(size_t(nreads) * read_len, 0);
+        dst.assign(src.size(), 0);
+        fill_pattern(src.data(), src.size(), 11);
+        const uint64_t base = reinterpret_cast<uint64_t>(src.data());
+        link->set_filter([this, base](rte_mbuf *m, const memlink_port *from) {
+            roce_packet p = peek(m);
+            if (from == a.port && p.opcode == to_u8(ib_opcode::rc_rdma_read_request)) {
+                const uint64_t va = p.reth()->va();
+                ++requests_rcvd;
+                queue.push_back({p.psn(), va, p.reth()->dma_length(), 0,
+                                 uint32_t((va - base) % read_len / pmtu)});
+            }
+            return false; /* the model answers, not b */
+        });
+    }
+
+    void send_response(const held_pkt &h) {
+        ext_fields x;
+        x.syndrome = aeth_syndrome::make_ack(aeth_syndrome::ack_unlimited_credits);
+        inject(a, b.qp, h.opcode, h.psn, x, h.payload, h.len, false);
+    }
+
+    /* One step of the model: the next response packet, if any. */
+    void respond(uint64_t step) {
+        if (queue.empty() || silent(step)) return;
+        request &r = queue.front();
+        const uint32_t i = r.off / pmtu, k = r.first_idx + i, n = read_len / pmtu;
+        const uint32_t plen = std::min(pmtu, r.len - r.off);
+        using O = ib_opcode;
+        const O op = k == 0       ? O::rc_rdma_read_response_first
+                     : k + 1 == n ? O::rc_rdma_read_response_last
+                                  : O::rc_rdma_read_response_middle;
+        const held_pkt h{to_u8(op), psn_add(r.psn, i),
+                         reinterpret_cast<const uint8_t *>(r.va) + r.off, plen};
+        r.off += plen;
+        if (r.off >= r.len) queue.pop_front();
+        const uint64_t nth = sent++;
+        last_sent_ns = clk.now_ns();
+        if (lose(nth)) return;
+        if (hold(nth) && !held) {
+            held = h;
+            return;
+        }
+        send_response(h);
+        if (held) {
+            send_response(*held);
+            held.reset();
+        }
+    }
+
+    /* Post `nreads` READs, `depth` at a time; run until all have completed
+     * (or one in error and the rest flushed), or max_steps. */
+    std::vector<wc> run(unsigned nreads, unsigned depth, unsigned max_steps = 200000) {
+        mr *ms = reg(b, src.data(), src.size());
+        mr *md = reg(a, dst.data(), dst.size());
+        unsigned posted = 0;
+        auto post = [&] {
+            EXPECT_EQ(post_one(a, wr_opcode::rdma_read, dst.data() + size_t(posted) * read_len,
+                               read_len, md, posted,
+                               reinterpret_cast<uint64_t>(src.data() + size_t(posted) * read_len),
+                               mr_rkey(ms)),
+                      verbs_error::ok);
+            ++posted;
+        };
+        while (posted < depth && posted < nreads)
+            post();
+        std::vector<wc> done;
+        for (uint64_t step = 0; step < max_steps && done.size() < posted; ++step) {
+            a.ctx->poll();
+            respond(step);
+            clk.advance(step_ns);
+            wc e[16];
+            const int k = poll_cq(a.scq, 16, e);
+            for (int j = 0; j < k; ++j) {
+                done.push_back(e[j]);
+                if (e[j].status == wc_status::success && posted < nreads) post();
+            }
+        }
+        return done;
+    }
+
+    void expect_all_read(const std::vector<wc> &done, unsigned nreads) {
+        ASSERT_EQ(done.size(), size_t(nreads));
+        for (unsigned i = 0; i < nreads; ++i) {
+            EXPECT_EQ(done[i].status, wc_status::success)
+                << i << ": " << wc_status_str(done[i].status);
+            EXPECT_EQ(done[i].wr_id, i);
+        }
+        EXPECT_TRUE(src == dst);
+        EXPECT_EQ(a.qp->cnt.retry_exceeded, 0u);
+    }
+};
+
+/* Two response packets swapped on the way (a reordering, as netem's): the
+ * gap starts one go-back-N re-request, which the responder answers only
+ * after the rest of what it was sending. The late packet then moves the
+ * completer, and the next response is a gap again: the re-request already
+ * queued covers it, and asking again would queue one more copy of every
+ * outstanding READ behind it, which comes back as duplicates once the data
+ * is in, for longer than four timeouts (the requests posted meanwhile wait
+ * behind them). Before: a second re-request per reordering, and retry
+ * exhaustion in the duplicates; now one, no timeout. */
+TEST_F(slow_read, reordered_responses_cost_one_rerequest) {
+    constexpr unsigned nreads = 24, depth = 8;
+    setup(nreads);
+    hold = [](uint64_t n) { return n == 3; }; /* the 4th and 5th of READ 0 */
+    auto done = run(nreads, depth);
+    expect_all_read(done, nreads);
+    EXPECT_EQ(a.qp->cnt.retransmits, 1u);
+    EXPECT_EQ(a.qp->cnt.rerequests_saved, 1u);
+    EXPECT_EQ(a.qp->cnt.timeouts, 0u);
+    /* each READ answered once, plus one copy of what was outstanding */
+    EXPECT_LE(requests_rcvd, nreads + depth + 1);
+}
+
+/* The responder stalls for 1.5 timeouts (a TCG hiccup) in the middle of the
+ * first READs: one timeout, one go-back-N re-request of every outstanding
+ * READ. The responder then finishes the original streams (forward progress)
+ * and answers the re-request: about 500 duplicate responses, 25 ms, while
+ * the READs posted meanwhile wait behind them. Each duplicate shows the
+ * responder alive and working through our requests: the timer restarts on
+ * it, and no retry is spent. Before: three more timeouts in the duplicates,
+ * RETRY_EXC_ERR. */
+TEST_F(slow_read, duplicate_responses_restart_the_timer) {
+    constexpr unsigned nreads = 24, depth = 8;
+    setup(nreads);
+    silent = [](uint64_t step) { return step >= 100 && step < 130; };
+    lose = [](uint64_t n) { return n == 700; }; /* and one loss after it */
+    auto done = run(nreads, depth);
+    expect_all_read(done, nreads);
+    EXPECT_EQ(a.qp->cnt.timeouts, 1u);
+    EXPECT_GE(a.qp->cnt.dup_responses, 100u);
+    EXPECT_EQ(a.qp->cnt.retransmits, 2u); /* the timeout's and the loss's */
+}
+
+/* After a loss the responder pauses again and again for longer than the
+ * timeout while it sends the rest of what it was asked before (rxe under
+ * TCG stalls for 70-700 ms when it runs out of buffers). Each timeout finds
+ * that it has sent newer responses since the retry: the re-request is still
+ * queued behind them, so the requester waits another timeout instead of
+ * asking again, and spends no retry. Before: a counted retry per pause,
+ * RETRY_EXC_ERR after four. */
+TEST_F(slow_read, responder_pauses_after_a_loss_cost_no_retries) {
+    constexpr unsigned nreads = 24, depth = 8;
+    setup(nreads);
+    lose = [](uint64_t n) { return n == 3; };
+    /* 1.25 ms (1.2 timeouts) of silence after every 10 responses until the
+     * ~120 responses queued before the re-request (the window's 128 PSNs)
+     * are nearly done */
+    silent = [](uint64_t step) { return step >= 10 && step < 420 && step % 35 >= 10; };
+    auto done = run(nreads, depth);
+    expect_all_read(done, nreads);
+    EXPECT_GE(a.qp->cnt.timeouts, 5u);
+    EXPECT_EQ(a.qp->cnt.retransmits, 1u);
+}
+
+/* A dead responder still ends the QP on time: duplicates and responses
+ * behind a gap restart the timer only while they come. The model answers
+ * (with a reordering and a loss) and then falls silent for good: the head
+ * READ completes with RETRY_EXC_ERR retry_cnt + 1 (+ 3) timeouts after the
+ * last response, the rest flushed. */
+TEST_F(slow_read, dead_responder_still_exhausts_retries_on_time) {
+    constexpr unsigned nreads = 24, depth = 8;
+    setup(nreads);
+    hold = [](uint64_t n) { return n == 3; };
+    lose = [](uint64_t n) { return n == 200; };
+    silent = [](uint64_t step) { return step >= 900; };
+    auto done = run(nreads, depth);
+    const uint64_t end_ns = clk.now_ns();
+    ASSERT_FALSE(done.empty());
+    size_t first_err = 0;
+    while (first_err < done.size() && done[first_err].status == wc_status::success)
+        ++first_err;
+    ASSERT_LT(first_err, done.size());
+    EXPECT_EQ(done[first_err].status, wc_status::retry_exc_err);
+    for (size_t i = first_err + 1; i < done.size(); ++i)
+        EXPECT_EQ(done[i].status, wc_status::wr_flush_err);
+    EXPECT_EQ(a.qp->cnt.retry_exceeded, 1u);
+    EXPECT_EQ(a.qp->state, qp_state::err);
+    const uint64_t t = local_ack_timeout_ns(8);
+    const uint64_t silent_ns = end_ns - last_sent_ns;
+    EXPECT_GE(silent_ns, 4 * t);
+    /* retry_cnt + 1 = 4 silent timeouts, and at most 3 more waited out
+     * right after the last response (a retry was under way) */
+    EXPECT_LT(silent_ns, 8 * t + 2 * step_ns);
+}
+
+/* The same reordering against uroce's own responder, which answers a
+ * re-request at once (it drops the rest of the stream it was sending and
+ * starts again from the PSN asked for). The first gap's re-request covers the
+ * gap at the PSN already seen; a response lost later, in the re-request's
+ * answer itself, is not covered: it starts the next retry at once, not after
+ * a timeout. */
+TEST_F(comp, reordered_then_lost_read_response_uroce_responder) {
+    opt.timeout = 8; /* 1.05 ms */
+    opt.retry_cnt = 3;
+    setup_pair();
+    constexpr uint32_t len = 256 * 1024; /* 256 responses */
+    std::vector<uint8_t> src(len), dst(len, 0);
+    fill_pattern(src.data(), src.size(), 5);
+    mr *ms = reg(b, src.data(), src.size());
+    mr *md = reg(a, dst.data(), dst.size());
+    uint32_t first = 0;
+    unsigned responses = 0;
+    uint32_t rerequested = 0; /* where the re-request starts */
+    bool answer_started = false, lost = false;
+    link->set_filter([&](rte_mbuf *m, const memlink_port *from) {
+        roce_packet p = peek(m);
+        if (from == a.port) {
+            if (p.opcode == to_u8(ib_opcode::rc_rdma_read_request)) {
+                if (!first)
+                    first = p.psn();
+                else if (!rerequested)
+                    rerequested = psn_diff(p.psn(), first);
+            }
+            return true;
+        }
+        if (!p.info->has(op_flag::read)) return true;
+        const uint32_t i = uint32_t(psn_diff(p.psn(), first));
+        ++responses;
+        /* the 4th response overtaken by the 5th (memlink's reorder: held
+         * behind the next frame that goes through the fault draws; a delay
+         * of 0 ns for the 5th makes it do so) */
+        link->set_faults(0, 0, responses == 4 ? 1.0 : 0, 0, responses == 5 ? 1.0 : 0, 0);
+        if (rerequested && i == rerequested) answer_started = true;
+        if (answer_started && i == 200 && !lost) {
+            lost = true;
+            return false;
+        }
+        return true;
+    });
+    ASSERT_EQ(post_one(a, wr_opcode::rdma_read, dst.data(), len, md, 1,
+                       reinterpret_cast<uint64_t>(src.data()), mr_rkey(ms)),
+              verbs_error::ok);
+    auto sw = poll_n(a.scq, 1);
+    ASSERT_EQ(sw.size(), 1u);
+    EXPECT_EQ(sw[0].status, wc_status::success) << wc_status_str(sw[0].status);
+    EXPECT_TRUE(lost);
+    EXPECT_TRUE(src == dst);
+    EXPECT_EQ(a.qp->cnt.timeouts, 0u);
+    EXPECT_EQ(a.qp->cnt.retransmits, 2u); /* the reordering's and the loss's */
+    EXPECT_EQ(a.qp->cnt.rerequests_saved, 1u);
 }
 
 TEST_F(comp, timeout_zero_disables_the_timer) {
