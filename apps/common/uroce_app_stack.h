@@ -83,10 +83,11 @@ class stack {
      * retransmits its last request; our live QP re-ACKs the duplicate (IBTA
      * 9.9.2). Torn down at once, we would leave it retrying until it fails:
      * the stock tools finish independently and cannot tell us. */
-    /* On a memif port the EAL interrupt thread is parked from here until
-     * the port is closed (<uroce/eal_intr_gate.h>): the peer, done too,
-     * closes its end meanwhile, and memif's disconnect must not unmap the
-     * rings under our polls. */
+    /* On a memif port the EAL interrupt thread is parked from here on,
+     * through the port's close to the process's exit (or the next
+     * stack::create; <uroce/eal_intr_gate.h>): the peer, done too, closes
+     * its end meanwhile, and memif's disconnect must not unmap the rings
+     * under our polls, nor run against our closed port. */
     void linger(std::chrono::milliseconds idle = std::chrono::milliseconds(300),
                 std::chrono::milliseconds limit = std::chrono::milliseconds(3000));
     /* The peer's MAC, resolving it over the link (ARP / ND) while polling. */
@@ -119,7 +120,7 @@ class stack {
     std::string name_;
     std::unique_ptr<ethdev_port> port_;
     bool gate_intr_ = false; /* the port's PMD needs eal_intr_gate (memif) */
-    /* Park the interrupt thread for the rest of the stack's life. */
+    /* Park the interrupt thread for the rest of the stack's life and beyond. */
     void hold_intr_gate();
     rte_mempool *tx_pool_ = nullptr;
     std::unique_ptr<neigh> nb_;

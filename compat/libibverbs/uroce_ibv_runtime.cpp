@@ -168,7 +168,10 @@ void runtime::stop() {
                              (unsigned long long)eal_intr_gate::instance().park_timeouts());
         }
         st_.reset();
-        if (gate_intr_) eal_intr_gate::instance().release();
+        /* The interrupt thread stays parked to the process's exit (or the
+         * next stack::create): let go, it would handle the peer's
+         * disconnect against the closed port, or run while exit()
+         * finalizes the libraries (<uroce/eal_intr_gate.h>). */
         intr_parked_ = false;
     }
 }

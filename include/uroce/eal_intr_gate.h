@@ -15,16 +15,22 @@
  * own port while the interrupt thread disconnects it frees the same
  * regions twice.
  *
- * The gate parks the interrupt thread in an EAL alarm callback (alarms run
- * on that thread) while the port is polled or closed. Whoever holds it
- * opens a window now and then (release, then park again) in which nobody
- * polls and the thread handles what the control channel brought: memif's
- * connect handshake runs there too. The link cannot go down under a
- * poller, and a close never overlaps the driver's own disconnect.
+ * The gate parks the interrupt thread in the callback of an interrupt
+ * source of its own (an eventfd, RTE_INTR_HANDLE_EXT) while the port is
+ * polled or closed. Not in an EAL alarm: rte_eal_cleanup() waits for a
+ * running alarm callback (rte_eal_alarm_fini), so a thread parked in one
+ * would hang the cleanup, while one parked in our source's callback sleeps
+ * through cleanup and exit. Whoever holds the gate opens a window now and
+ * then (release, then park again) in which nobody polls and the thread
+ * handles what the control channel brought: memif's connect handshake runs
+ * there too. The link cannot go down under a poller, and a close never
+ * overlaps the driver's own disconnect.
  *
  * One gate per process (one EAL), shared by everything in it: the apps'
- * stack parks it for its linger and close, compat/'s runtime while it
- * polls. Callers take turns (one thread drives the port at a time).
+ * stack parks it from its linger on, through the close to the process's
+ * exit (released, the thread would handle the peer's disconnect against
+ * the closed port, or run while exit() finalizes the libraries), compat/'s
+ * runtime while it polls. Callers take turns (one thread drives the port at a time).
  */
 #ifndef UROCE_EAL_INTR_GATE_H
 #define UROCE_EAL_INTR_GATE_H
@@ -37,6 +43,8 @@
 
 #include <uroce/export.h>
 
+struct rte_intr_handle;
+
 namespace uroce {
 
 class UROCE_API eal_intr_gate {
@@ -46,7 +54,7 @@ class UROCE_API eal_intr_gate {
     eal_intr_gate(const eal_intr_gate &) = delete;
     eal_intr_gate &operator=(const eal_intr_gate &) = delete;
 
-    /* Park the interrupt thread: returns once it waits in our alarm
+    /* Park the interrupt thread: returns once it waits in our
      * callback, after it finished whatever it was handling. false: not
      * parked within timeout (counted; it parks when it gets there).
      * Parking a parked gate returns true at once. */
@@ -61,7 +69,8 @@ class UROCE_API eal_intr_gate {
 
   private:
     eal_intr_gate() = default;
-    static void alarm_cb(void *arg);
+    static void intr_cb(void *arg);
+    bool ensure_source(); /* under mu_ */
 
     enum class state { free, requested, parked };
     mutable std::mutex mu_;
@@ -70,6 +79,8 @@ class UROCE_API eal_intr_gate {
     bool release_requested_ = false;
     uint64_t park_timeouts_ = 0;
     uint64_t windows_ = 0;
+    int wake_fd_ = -1;                         /* the eventfd that calls intr_cb */
+    struct rte_intr_handle *source_ = nullptr; /* never freed: the thread may sit in it */
 };
 
 /* Whether a port of this PMD (ethdev_port::driver_name()) tears down on
