@@ -70,7 +70,7 @@ struct options {
     std::string server;
     uint32_t timeout_s = 10;
     bool rdma_cm = false;    /* -R */
-    bool counters = false;   /* --counters: both stacks' counters at the end */
+    bool counters = false;   /* --counters: the stacks' counters at the end */
     unsigned ring_slots = 0; /* --ring: the net_ring pair's slots (0: a whole TX pool) */
 };
 
@@ -155,7 +155,9 @@ int parse_args(int argc, char **argv, options &o) {
     cl.add(app::flag_option("CPU-freq", 'F', "accepted (uroce measures with a monotonic clock)",
                             cpu_freq));
     cl.add(app::flag_option("report_gbits", 0, "bandwidth in Gb/s", o.report_gbits));
-    cl.add(app::flag_option("counters", 0, "--loopback: print both stacks' counters at the end",
+    cl.add(app::flag_option("counters", 0,
+                            "print the counters at the end: --loopback both stacks', against\n"
+                            "a peer the stack's and each QP's, after the linger",
                             o.counters));
     cl.add(app::number_option("ring", 0, "n",
                               "--loopback: slots of each net_ring direction, a power of two\n"
@@ -887,6 +889,7 @@ int run_remote(options &o) {
         if (r) print_peer_reports(*r);
         std::fflush(stdout);
         if (r) st->linger(); /* the QPs are still up: re-ACK a peer's last retransmissions */
+        if (o.counters) st->print_counters(stderr); /* before the QPs go */
         /* destroy_ctx: every data connection, then the control one. */
         if (data) {
             std::string de = data->disconnect(std::chrono::seconds(o.timeout_s));
@@ -926,8 +929,12 @@ int run_remote(options &o) {
         return 1;
     }
     std::fflush(stdout);
-    if (!o.rdma_cm)
+    if (!o.rdma_cm) {
         st->linger(); /* the QPs (ep) are still up: re-ACK a peer's last retransmissions */
+        /* after the linger, so that what it answered is counted too; ep's
+         * QPs are still there, so each QP's counters show */
+        if (o.counters) st->print_counters(stderr);
+    }
     return 0;
 }
 

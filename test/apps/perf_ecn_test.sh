@@ -6,8 +6,10 @@
 # seconds in the middle of the run a tc egress program on the sender's veth
 # marks CE on PCT % of the RoCE frames (mark_ce.bpf.c; this machine's kernel
 # has no red/fq_codel/codel/pie qdisc to do it by queue length). SIGUSR1
-# every 0.5 s makes the sender dump its counters and its QP's rate.
-# Checks: the receiver counted CE marks and sent CNPs; the sender received
+# every 0.5 s makes the sender dump its counters and its QP's rate; the
+# receiver dumps its own at exit (--counters, after its linger).
+# Checks: the receiver counted CE marks and sent CNPs, one per mark or
+# within the interval (cnps_sent + ce_no_cnp = ce_marks_rcvd); the sender received
 # them, cut its rate below 1 Gb/s while marked, and was back at 1 Gb/s after;
 # the receiver's capture passes uroce-dump --check and holds CNPs and CE.
 # Usage: perf_ecn_test.sh UROCE_PERF UROCE_DUMP MARK_CE_BPF_C
@@ -51,7 +53,7 @@ eal1="--no-huge -m 512 --no-pci --no-shconf -l 1 --log-level=*:warning --"
 common=(write_bw -p 18611 --timeout 20 -s 65536 -m 4096 -D 7)
 # ip netns exec execs the binary: $! is uroce-perf itself (for SIGUSR1)
 ip netns exec "$ns1" "$perf" $eal0 "${common[@]}" --vdev net_af_packet0,iface=ue1 \
-  --ip 10.98.1.1/24 --pcap "$tmp/srv.pcap" >"$tmp/srv.log" 2>&1 &
+  --ip 10.98.1.1/24 --pcap "$tmp/srv.pcap" --counters >"$tmp/srv.log" 2>&1 &
 spid=$!
 for _ in $(seq 50); do ip netns exec "$ns1" ss -ltn 2>/dev/null | grep -q ":18611 " && break; sleep 0.1; done
 ip netns exec "$ns2" "$perf" $eal1 "${common[@]}" --vdev net_af_packet0,iface=ue2,qdisc_bypass=0 \
@@ -92,12 +94,17 @@ min_rate=$(grep -E "^  qp 0x[0-9a-f]+  rate " "$tmp/cli.log" | tail -1 | awk '{p
 final_rate=$(echo "$rates" | tail -1)
 ce=$(last ce_marks_rcvd "$tmp/srv.log")
 cnps=$(last cnps_sent "$tmp/srv.log")
+nocnp=$(last ce_no_cnp "$tmp/srv.log")
+dumps=$(grep -c "^uroce counters (" "$tmp/srv.log")
 rcvd=$(last cnps_rcvd "$tmp/cli.log")
 cuts=$(last rate_cuts "$tmp/cli.log")
 echo "receiver: ce_marks_rcvd ${ce:-0} cnps_sent ${cnps:-0}; sender: cnps_rcvd ${rcvd:-0} rate_cuts ${cuts:-0}"
 check "both ends exit 0 (server $src, client $crc)" '[ "$src" -eq 0 ] && [ "$crc" -eq 0 ]'
 check "the receiver counted CE marks" '[ "${ce:-0}" -gt 0 ]'
 check "the receiver sent CNPs" '[ "${cnps:-0}" -gt 0 ]'
+check "the receiver dumped its counters on SIGUSR1 and at exit ($dumps dumps)" '[ "$dumps" -eq 2 ]'
+check "at exit: cnps_sent ${cnps:-0} + ce_no_cnp ${nocnp:-0} = ce_marks_rcvd ${ce:-0}" \
+  '[ $(( ${cnps:-0} + ${nocnp:-0} )) -eq "${ce:-0}" ]'
 check "the sender received CNPs" '[ "${rcvd:-0}" -gt 0 ]'
 check "the sender cut its rate" '[ "${cuts:-0}" -gt 0 ]'
 check "the rate fell below 1000 Mb/s (lowest: $min_rate)" '[ "${min_rate:-1000}" -lt 1000 ]'
