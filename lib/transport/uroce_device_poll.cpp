@@ -75,6 +75,9 @@ unsigned device::run_scheduled() {
         }
         qp *q = list;
         list = q->sched_next;
+        /* the next QP's state loads while this one takes its turn (with
+         * thousands of QPs it is cold: qp_prefetch) */
+        if (list) qp_prefetch(list);
         q->scheduled = false;
         q->sched_next = nullptr;
         const uint64_t waits = cnt_.tx_mbuf_waits;

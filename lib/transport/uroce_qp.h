@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <memory>
 
+#include <rte_prefetch.h>
+
 #include <uroce/build.h>
 #include <uroce/counters.h>
 #include "uroce_cnp.h"
@@ -103,31 +105,33 @@ struct ah {
     hdr_template hdr;
 };
 
+/* The QP's fields are laid out by how often the packet path reads them:
+ * with thousands of QPs a QP's lines are cold by its next packet, so the
+ * fields every packet reads come first, in as few cache lines as possible
+ * (rx_burst and run_scheduled prefetch them, qp_prefetch below), and what
+ * only setup, query_qp or selective repeat reads comes last
+ * (doc/performance.md, "QP scaling"). */
 struct qp {
+    /* ---- read for every packet, both directions */
     device *dev = nullptr;
-    struct pd *pd = nullptr;
     cq *scq = nullptr;
     cq *rcq = nullptr;
     struct srq *srq = nullptr;
-    void *qp_context = nullptr;
     qp_type type = qp_type::rc;
-    uint32_t qpn = 0;
     qp_state state = qp_state::reset;
     bool sq_sig_all = false;
-    qp_cap cap;
-    qp_attr attr;        /* current attributes (query_qp) */
+    bool scheduled = false; /* on the device's scheduling list */
+    uint32_t qpn = 0;
     uint32_t mtu = 1024; /* path MTU in bytes */
-    roce_path path;
-    hdr_template hdr;
-
+    qp *sched_next = nullptr;
     /* send queue: [sq_comp, sq_head) posted and not yet completed */
-    std::unique_ptr<send_wqe[]> sq;
-    std::unique_ptr<sge[]> sq_sges;
-    std::unique_ptr<uint8_t[]> sq_inline;
     uint32_t sq_mask = 0;
     uint32_t sq_head = 0;
     uint32_t sq_comp = 0;
-    recv_ring rq;
+    std::unique_ptr<send_wqe[]> sq;
+    qp_attr attr; /* current attributes (query_qp) */
+    roce_path path;
+    hdr_template hdr;
 
     struct {
         uint32_t psn = 0;    /* next PSN to send */
@@ -202,6 +206,8 @@ struct qp {
         uint32_t reply_fifo_tail = 0;
     } resp;
 
+    recv_ring rq;
+
     /* Loss recovery beyond the spec's minimum (uroce_loss.cpp): the RTT
      * estimate, the tail-loss probe and selective repeat. */
     struct {
@@ -242,9 +248,6 @@ struct qp {
         uint8_t calm = 0;
     } loss;
 
-    /* selective repeat with a uroce peer (attr.selective_repeat; uroce_sack.cpp) */
-    sr_state sr;
-
     timer_node retrans_timer;
     timer_node rnr_timer;
     timer_node probe_timer;
@@ -254,10 +257,26 @@ struct qp {
     dcqcn_rp cc;
     cnp_np_state np;
 
-    /* device scheduling list */
-    bool scheduled = false;
-    qp *sched_next = nullptr;
+    /* ---- setup, query and the slow paths */
+    struct pd *pd = nullptr;
+    void *qp_context = nullptr;
+    qp_cap cap;
+    std::unique_ptr<sge[]> sq_sges;
+    std::unique_ptr<uint8_t[]> sq_inline;
+    /* selective repeat with a uroce peer (attr.selective_repeat; uroce_sack.cpp) */
+    sr_state sr;
 };
+
+/* Start loading the lines of q that the packet path reads first, for a
+ * frame or a scheduling turn a few steps ahead (rte_prefetch0: a hint, it
+ * never faults). */
+static inline void qp_prefetch(const qp *q) {
+    const char *line = reinterpret_cast<const char *>(q);
+    const char *hot_end = reinterpret_cast<const char *>(&q->retrans_timer);
+    for (; line < hot_end; line += RTE_CACHE_LINE_SIZE)
+        rte_prefetch0(line);
+    rte_prefetch0(&q->cnt); /* its first line: packets, bytes, ACKs */
+}
 
 /* ---- uroce_qp.cpp: state machine */
 verbs_error qp_init(qp *q, const qp_init_attr &a);
