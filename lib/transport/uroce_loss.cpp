@@ -140,8 +140,9 @@ static void rtt_sample(qp *q, uint64_t r) {
         --l.backoff;
         l.calm = 0;
     }
-    if (l.srtt_ns == 0) {
-        /* RFC 6298 2.2 */
+    if (l.srtt_ns == 0 || l.rtt_seeded) {
+        /* RFC 6298 2.2; the QP's own first sample replaces a seed outright */
+        l.rtt_seeded = false;
         l.srtt_ns = r ? r : 1;
         l.rttvar_ns = r / 2;
         return;
@@ -163,13 +164,16 @@ static void rtt_sample(qp *q, uint64_t r) {
  * 2.2 with the SYN's round trip; RFC 9002 5.1 for QUIC's). Taken as that
  * first sample (RFC 6298 2.2), not as min_rtt_ns: the handshake's answer
  * may have waited for the peer's application (accept), and the minimum
- * judges probes spurious and sizes the window. Later samples replace it at
- * RFC 6298's pace. */
+ * judges probes spurious and sizes the window. It only stands in until the
+ * QP's own first sample, which replaces it (rather than being averaged
+ * into it at RFC 6298's 1/8), so a handshake slowed by the peer's accept
+ * does not hold the probe back for the next few dozen round trips. */
 void loss_seed_rtt(qp *q, uint64_t rtt_ns) {
     auto &l = q->loss;
     if (rtt_ns == 0 || l.srtt_ns != 0) return;
     l.srtt_ns = rtt_ns;
     l.rttvar_ns = rtt_ns / 2;
+    l.rtt_seeded = true;
 }
 
 /* The PTO doubles, and stays so for calm_samples RTT samples. */

@@ -214,6 +214,7 @@ struct qp {
         uint32_t rtt_psn = 0;
         bool rtt_timing = false;
         uint32_t rtt_comp_psn = 0; /* comp.psn when the timed PSN left */
+        bool rtt_seeded = false;   /* srtt/rttvar from loss_seed_rtt, no sample yet */
         /* delivery rate (PSNs per second, a decaying maximum) and the
          * in-flight cap it gives: about two bandwidth-delay products */
         uint64_t delivery_pps = 0;

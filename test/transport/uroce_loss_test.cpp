@@ -331,11 +331,11 @@ TEST_F(loss, needed_probe_is_not_spurious) {
 }
 
 /* A round trip measured before the QP's first (the CM handshake,
- * loss_seed_rtt) is its first RTT sample: a first message over a link of
- * 2 ms each way goes without a probe, where the 1 ms first guess probed;
- * the first real sample then takes over (RFC 6298), and min_rtt_ns (which
- * judges probes spurious) comes from real samples only. A QP that has a
- * sample of its own ignores a later seed. */
+ * loss_seed_rtt) stands in for its first RTT sample: a first message over
+ * a link of 2 ms each way goes without a probe, where the 1 ms first guess
+ * probed; the QP's own first sample then replaces it, and min_rtt_ns
+ * (which judges probes spurious) comes from real samples only. A QP that
+ * has a sample of its own ignores a later seed. */
 TEST_F(loss, seeded_rtt_is_the_first_sample) {
     memlink_config lc;
     lc.delay = 1.0;
@@ -380,9 +380,12 @@ TEST_F(loss, seeded_rtt_is_the_first_sample) {
     one(2);
     EXPECT_EQ(a.qp->cnt.tlp_probes, probes);
     EXPECT_EQ(a.qp->cnt.timeouts, 0u);
-    /* the real sample: 4 ms and a little, now the minimum too */
+    /* the real sample (4 ms and a little) replaces the seed, and is the
+     * minimum too */
     EXPECT_GE(a.qp->loss.min_rtt_ns, 4'000'000u);
     EXPECT_LT(a.qp->loss.min_rtt_ns, 4'100'000u);
+    EXPECT_EQ(a.qp->loss.srtt_ns, a.qp->loss.min_rtt_ns);
+    EXPECT_EQ(a.qp->loss.rttvar_ns, a.qp->loss.min_rtt_ns / 2);
     /* a sample of its own: a seed changes nothing */
     const uint64_t srtt = a.qp->loss.srtt_ns;
     loss_seed_rtt(a.qp, 500'000'000);
