@@ -159,10 +159,10 @@ static void rtt_sample(qp *q, uint64_t r) {
  * CM has had a round trip with the same peer just before, the handshake
  * (REQ -> REP, or REP -> RTU), which shows the peer's pace: rxe under TCG
  * answered 100 REQs at once in 35-630 ms, and the 1000 SENDs that followed
- * in 20-120 ms, so 1 ms probes resent about 4 packets per QP for nothing.
- * TCP takes its first RTT sample from its handshake the same way (RFC 6298
- * 2.2 with the SYN's round trip; RFC 9002 5.1 for QUIC's). Taken as that
- * first sample (RFC 6298 2.2), not as min_rtt_ns: the handshake's answer
+ * in 15-160 ms, so 1 ms probes resent about 4 packets per QP for nothing.
+ * TCP's first RTT sample likewise comes from its handshake (Linux times
+ * the SYN and SYN-ACK), QUIC's from its handshake packets (RFC 9002 5).
+ * Taken as that first sample (RFC 6298 2.2), not as min_rtt_ns: the answer
  * may have waited for the peer's application (accept), and the minimum
  * judges probes spurious and sizes the window. It only stands in until the
  * QP's own first sample, which replaces it (rather than being averaged
