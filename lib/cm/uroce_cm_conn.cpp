@@ -60,7 +60,16 @@ bool cm_conn::connect(const cm_req_params &p, uint64_t now_ns) {
     send(cm_attr::req);
     state_ = cm_state::req_sent;
     arm(now_ns, p.remote_cm_response_timeout, p.max_cm_retries);
+    timed_since_ns_ = now_ns;
+    timing_ = true;
     return true;
+}
+
+/* The answer to the REQ or REP we time has come: one round trip. */
+void cm_conn::time_answer(uint64_t now_ns) {
+    if (!timing_) return;
+    timing_ = false;
+    handshake_rtt_ns_ = now_ns > timed_since_ns_ ? now_ns - timed_since_ns_ : 1;
 }
 
 void cm_conn::keep_private(const cm_mad_view &v) {
@@ -92,6 +101,8 @@ bool cm_conn::accept(const cm_rep_params &p, uint64_t now_ns) {
     send(cm_attr::rep);
     state_ = cm_state::rep_sent;
     arm(now_ns, peer_response_timeout(), req_.max_cm_retries);
+    timed_since_ns_ = now_ns;
+    timing_ = true;
     return true;
 }
 
@@ -158,6 +169,7 @@ void cm_conn::receive(const cm_mad_view &v, uint64_t now_ns) {
         if (state_ == cm_state::rep_sent || state_ == cm_state::mra_rep_rcvd) {
             cnt_.duplicates++;
             send(cm_attr::rep);
+            timing_ = false; /* Karn: the RTU may answer either REP */
         } else if (state_ == cm_state::req_rcvd) {
             cnt_.duplicates++; /* the application has not answered yet */
         } else if (state_ == cm_state::timewait) {
@@ -207,6 +219,7 @@ void cm_conn::on_rep(const cm_mad_view &v, uint64_t now_ns) {
     remote_comm_id_ = r.local_comm_id();
     remote_qpn_ = r.local_qpn();
     remote_psn_ = r.starting_psn();
+    time_answer(now_ns); /* before qp_to_rts: the QP's RTT starts from it */
     if (!owner_.qp_to_rts(*this, r)) {
         build_cm_rej(last_sent_, tid_, local_comm_id_, remote_comm_id_, cm_msg_ref::rep,
                      cm_rej_reason::no_resources);
@@ -229,7 +242,6 @@ void cm_conn::on_rep(const cm_mad_view &v, uint64_t now_ns) {
 }
 
 void cm_conn::on_rtu(uint64_t now_ns) {
-    (void)now_ns;
     if (state_ == cm_state::established) {
         cnt_.duplicates++;
         return;
@@ -240,6 +252,7 @@ void cm_conn::on_rtu(uint64_t now_ns) {
     }
     state_ = cm_state::established;
     deadline_ = UINT64_MAX;
+    time_answer(now_ns);
     owner_.qp_established(*this);
     owner_.event(*this, cm_conn_event::established);
 }
@@ -336,7 +349,10 @@ void cm_conn::on_mra(const cm_mad_view &v, uint64_t now_ns) {
         return;
     }
     /* IBTA 12.6.6: the peer needs its service timeout more; our retries
-     * wait that long, and start again from there. */
+     * wait that long, and start again from there. The MRA is the peer's
+     * answer to our message: the round trip ends here (the REP or RTU
+     * after it waits for the peer's application, not the path). */
+    time_answer(now_ns);
     if (for_req) {
         state_ = cm_state::mra_req_rcvd;
         remote_comm_id_ = m.local_comm_id();
@@ -360,6 +376,7 @@ void cm_conn::on_timer(uint64_t now_ns) {
             retries_left_--;
             cnt_.retries++;
             send(req ? cm_attr::req : rep ? cm_attr::rep : cm_attr::dreq);
+            timing_ = false; /* Karn: the answer may be to either copy */
             if (state_ == cm_state::mra_req_rcvd) state_ = cm_state::req_sent;
             if (state_ == cm_state::mra_rep_rcvd) state_ = cm_state::rep_sent;
             deadline_ = now_ns + retry_interval_;

@@ -145,6 +145,12 @@ class cm_conn {
     uint16_t last_rej_reason() const { return rej_reason_; }
     const cm_req_params &req() const { return req_; } /* sent (active) or received (passive) */
     unsigned retries_left() const { return retries_left_; }
+    /* The handshake's round trip, 0 until known: our REQ (active) or REP
+     * (passive) to the peer's answer to it (REP, RTU, or an MRA first).
+     * Karn's rule (RFC 6298 3): none when the message was sent again, as
+     * the answer may be to either copy. What the QP's RTT estimate starts
+     * from (loss_seed_rtt). */
+    uint64_t handshake_rtt_ns() const { return handshake_rtt_ns_; }
     /* The private data of the last message received (the REQ's on the
      * passive side until another arrives): what rdma_cm hands its user. */
     const uint8_t *last_private() const { return private_; }
@@ -188,6 +194,12 @@ class cm_conn {
     uint64_t deadline_ = UINT64_MAX;
     uint64_t retry_interval_ = 0;
     unsigned retries_left_ = 0;
+    /* the handshake's round trip: when the REQ or REP left, and whether
+     * its answer still times it (sent once, not answered yet) */
+    uint64_t timed_since_ns_ = 0;
+    bool timing_ = false;
+    uint64_t handshake_rtt_ns_ = 0;
+    void time_answer(uint64_t now_ns);
 };
 
 } // namespace uroce

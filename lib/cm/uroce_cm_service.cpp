@@ -11,6 +11,8 @@
 
 #include <uroce/flow.h>
 
+#include "uroce_qp.h" /* loss_seed_rtt: the handshake's round trip as the QP's first */
+
 namespace uroce {
 
 namespace {
@@ -274,8 +276,24 @@ bool cm_service::qp_to_rts(cm_conn &c, const cm_rep &rep) {
     if (!id->qp) return true; /* the user's QP, announced by qp_num: CONNECT_RESPONSE */
     const qp_connect_attr a = negotiated(id);
     if (!to_init(id->qp, a)) return false;
-    return modify_qp_to_rtr(id->qp, a) == verbs_error::ok &&
-           modify_qp_to_rts(id->qp, a) == verbs_error::ok;
+    if (modify_qp_to_rtr(id->qp, a) != verbs_error::ok ||
+        modify_qp_to_rts(id->qp, a) != verbs_error::ok)
+        return false;
+    seed_rtt(c, id->qp);
+    return true;
+}
+
+/* The handshake was the connection's first round trip with the peer: the
+ * QP's RTT estimate starts from it rather than from the tail-loss probe's
+ * 1 ms guess (loss_seed_rtt). Active side on the REP (REQ -> REP), passive
+ * side on the RTU (REP -> RTU; its QP went RTS in accept()). */
+void cm_service::seed_rtt(const cm_conn &c, qp *q) {
+    if (q && c.handshake_rtt_ns()) loss_seed_rtt(q, c.handshake_rtt_ns());
+}
+
+void cm_service::qp_established(cm_conn &c) {
+    const cm_id_impl *id = id_of(c);
+    if (id) seed_rtt(c, id->qp);
 }
 
 /* librdmacm: an id with no QP of rdma_create_qp's gets CONNECT_RESPONSE;

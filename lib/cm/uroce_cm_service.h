@@ -147,7 +147,8 @@ class cm_service final : public engine_poller, private cm_agent::endpoint {
     void send_mad(const cm_peer &to, const uint8_t *mad) override;
     bool qp_to_rts(cm_conn &c, const cm_rep &rep) override;
     bool user_moves_qp(cm_conn &c) override;
-    void qp_established(cm_conn &) override {}
+    void qp_established(cm_conn &c) override;
+    static void seed_rtt(const cm_conn &c, qp *q);
     void qp_to_error(cm_conn &c) override;
     void event(cm_conn &c, cm_conn_event e) override;
     bool sidr(const cm_peer &from, const cm_mad_view &v, uint64_t now_ns) override;

@@ -220,6 +220,7 @@ struct qp {
         uint32_t rtt_psn = 0;
         bool rtt_timing = false;
         uint32_t rtt_comp_psn = 0; /* comp.psn when the timed PSN left */
+        bool rtt_seeded = false;   /* srtt/rttvar from loss_seed_rtt, no sample yet */
         /* delivery rate (PSNs per second, a decaying maximum) and the
          * in-flight cap it gives: about two bandwidth-delay products */
         uint64_t delivery_pps = 0;
@@ -312,6 +313,10 @@ void loss_on_progress(qp *q);
 void loss_on_response(qp *q);
 void loss_on_dup_response(qp *q, uint32_t psn);
 void loss_reset(qp *q);
+/* A round trip measured outside the transport before the QP's first one
+ * (the CM handshake that connected it) as its first RTT sample: SRTT and
+ * RTTVAR only, and only while the QP has no sample of its own. */
+void loss_seed_rtt(qp *q, uint64_t rtt_ns);
 void loss_probe_timeout(void *arg);
 uint64_t loss_probe_delay_ns(const qp *q);
 /* Resend the packet at psn (a PSN sent and not yet acknowledged), rebuilt

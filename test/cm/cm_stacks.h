@@ -11,6 +11,7 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -79,6 +80,10 @@ class cm_pair : public ::testing::Test {
     cm_stack a, b;
     cm_config cfg;
     bool with_cm = true; /* false: the stacks without the CM (QP1 free for a test) */
+    /* every frame takes this long over the link (0: it arrives at once);
+     * the clock then moves while frames are on their way */
+    uint64_t link_delay_ns = 0;
+    static constexpr uint64_t delayed_step_ns = 50'000;
 
     void SetUp() override { ASSERT_NE(cm_test_pool(), nullptr); }
     void TearDown() override {
@@ -90,7 +95,12 @@ class cm_pair : public ::testing::Test {
 
     /* Both stacks; extra_b: more IPv4 addresses of b. */
     void start(bool ipv6 = false, std::vector<uint32_t> extra_b = {}) {
-        link = std::make_unique<memlink>(memlink_config{}, &clk);
+        memlink_config lc;
+        if (link_delay_ns) {
+            lc.delay = 1.0;
+            lc.delay_ns = link_delay_ns;
+        }
+        link = std::make_unique<memlink>(lc, &clk);
         make(a, 0x0c, ip_a, ipv6, {}, 1);
         make(b, 0x0b, ip_b, ipv6, extra_b, 2);
     }
@@ -175,15 +185,17 @@ class cm_pair : public ::testing::Test {
         return moved;
     }
 
-    /* Pump until pred(); when the link is quiet, let time pass (step_ns). */
+    /* Pump until pred(); when the link is quiet, let time pass (step_ns).
+     * With link_delay_ns, frames on their way need time to pass too: then
+     * it moves in steps of delayed_step_ns whenever no frame moved. */
     bool run_until(const std::function<bool()> &pred, uint64_t max_ns = 120'000'000'000ull,
                    uint64_t step_ns = 1'000'000) {
         const uint64_t end = clk.now_ns() + max_ns;
         for (;;) {
             if (pred()) return true;
-            if (!pump() && link->in_flight() == 0) {
+            if (!pump() && (link_delay_ns || link->in_flight() == 0)) {
                 if (clk.now_ns() >= end) return pred();
-                clk.advance(step_ns);
+                clk.advance(link_delay_ns ? std::min(step_ns, delayed_step_ns) : step_ns);
             }
         }
     }

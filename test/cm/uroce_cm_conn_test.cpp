@@ -4,7 +4,8 @@
  * lost message of the handshake and the release costs a retry, not the
  * connection; retries run out into the right event; a REJ, an MRA, a
  * message out of place and a REQ in timewait are each handled as IBTA 12.9
- * and cm.c do.
+ * and cm.c do. The handshake's round trip is timed for the QPs (Karn: not
+ * across a message sent again; an MRA ends it).
  */
 #include <gtest/gtest.h>
 
@@ -41,11 +42,16 @@ struct side final : cm_conn_owner {
     void send_mad(cm_conn &, const uint8_t *mad) override {
         pipe->push_back({peer, std::vector<uint8_t>(mad, mad + mad_size)});
     }
-    bool qp_to_rts(cm_conn &, const cm_rep &rep) override {
+    uint64_t rtt_at_qp_move = 0; /* the handshake's round trip the QP move saw */
+    bool qp_to_rts(cm_conn &c, const cm_rep &rep) override {
         qp.push_back("rts qpn=" + std::to_string(rep.local_qpn()));
+        rtt_at_qp_move = c.handshake_rtt_ns();
         return !refuse_rep;
     }
-    void qp_established(cm_conn &) override { qp.push_back("established"); }
+    void qp_established(cm_conn &c) override {
+        qp.push_back("established");
+        rtt_at_qp_move = c.handshake_rtt_ns();
+    }
     void qp_to_error(cm_conn &) override { qp.push_back("error"); }
     void event(cm_conn &, cm_conn_event e) override { events.push_back(e); }
 
@@ -290,6 +296,60 @@ TEST_F(cm_conn_t, mra_stretches_the_wait) {
     flush();
     EXPECT_EQ(a.conn.state(), cm_state::established);
     EXPECT_EQ(a.cnt.retries, 0u);
+}
+
+/* The handshake's round trip, for the QP's first RTT estimate: the active
+ * side's from its REQ to the REP, the passive side's from its REP to the
+ * RTU, known when each moves its QP. */
+TEST_F(cm_conn_t, handshake_round_trip_is_timed) {
+    ASSERT_TRUE(a.conn.connect(req_params(), now));
+    now += 3'000'000; /* the REQ's way, and the passive application's accept */
+    flush();
+    ASSERT_TRUE(b.conn.accept(rep_params(), now));
+    now += 2'000'000;
+    flush(); /* the REP, and at once the RTU */
+    ASSERT_EQ(a.conn.state(), cm_state::established);
+    ASSERT_EQ(b.conn.state(), cm_state::established);
+    EXPECT_EQ(a.conn.handshake_rtt_ns(), 5'000'000u);
+    EXPECT_EQ(a.rtt_at_qp_move, 5'000'000u);
+    EXPECT_EQ(b.conn.handshake_rtt_ns(), 2'000'000u);
+    EXPECT_EQ(b.rtt_at_qp_move, 2'000'000u);
+}
+
+/* Karn's rule: an answer to a message sent twice may be to either copy. */
+TEST_F(cm_conn_t, handshake_message_sent_again_is_not_timed) {
+    lose = {0x10, 0x14}; /* the first REQ and the first RTU */
+    ASSERT_TRUE(a.conn.connect(req_params(), now));
+    flush();
+    next_timer(); /* the REQ again */
+    ASSERT_TRUE(b.conn.accept(rep_params(), now));
+    now += 1'000'000;
+    flush();
+    ASSERT_EQ(a.conn.state(), cm_state::established);
+    EXPECT_EQ(a.conn.handshake_rtt_ns(), 0u);
+    EXPECT_EQ(a.rtt_at_qp_move, 0u);
+    ASSERT_EQ(b.conn.state(), cm_state::rep_sent);
+    next_timer(); /* the REP again, answered by the RTU again */
+    ASSERT_EQ(b.conn.state(), cm_state::established);
+    EXPECT_EQ(b.conn.handshake_rtt_ns(), 0u);
+    EXPECT_EQ(b.rtt_at_qp_move, 0u);
+}
+
+/* An MRA answers the REQ: the round trip ends there; the REP after it
+ * waited for the peer's application. */
+TEST_F(cm_conn_t, mra_ends_the_round_trip) {
+    ASSERT_TRUE(a.conn.connect(req_params(), now));
+    flush();
+    now += 1'500'000;
+    uint8_t mad[mad_size];
+    build_cm_mra(mad, a.conn.tid(), b.conn.local_comm_id(), a.conn.local_comm_id(), cm_msg_ref::req,
+                 24);
+    a.deliver(std::vector<uint8_t>(mad, mad + mad_size), now);
+    now += 500'000'000;
+    ASSERT_TRUE(b.conn.accept(rep_params(), now));
+    flush();
+    ASSERT_EQ(a.conn.state(), cm_state::established);
+    EXPECT_EQ(a.conn.handshake_rtt_ns(), 1'500'000u);
 }
 
 TEST_F(cm_conn_t, messages_out_of_place_are_counted_and_dropped) {

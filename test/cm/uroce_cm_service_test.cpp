@@ -7,7 +7,9 @@
  * listener's address is refused; a peer that vanishes mid-handshake ends in
  * UNREACHABLE after the retries, on either side; an active id destroyed
  * before its REQ is answered rejects it at the peer (REJ timeout); a lost REP costs a retry,
- * not the connection; 1000 connections in sequence and 100 at once. Against
+ * not the connection; the handshake's round trip starts each QP's RTT
+ * estimate (no tail-loss probe over a slow link); 1000 connections in
+ * sequence and 100 at once. Against
  * a real rxe (test/golden/rping_rdmacm.pcap, 10.77.0.12 -> 10.77.0.11, the
  * fixture's addresses): its REQ, injected, is a CONNECT_REQUEST with rping's
  * parameters, and our REQ carries what rxe's does.
@@ -660,6 +662,76 @@ TEST_F(cm_service_t, disconnect_mid_transfer_flushes_both_sides) {
         return done_a == 64 && done_b == 64;
     }));
     EXPECT_GT(flushed, 0);
+    dereg_mr(am);
+    dereg_mr(bm);
+    destroy(act);
+    destroy(pas);
+}
+
+/* The handshake is the connection's first round trip: each QP's RTT
+ * estimate starts from it (active: REQ -> REP, passive: REP -> RTU), so the
+ * tail-loss probe does not fire at its 1 ms first guess against a peer
+ * whose answers take longer. On a link that holds every frame 2 ms (a 4 ms
+ * round trip), ten SENDs each way complete without a single probe; with the
+ * 1 ms guess every QP probed its silence (ucmatose -c 100 against rxe under
+ * TCG: about 4 spurious resends per QP, some arriving after rxe's
+ * disconnect had put the QP in ERR, doc/interop.md). */
+TEST_F(cm_service_t, handshake_round_trip_starts_the_qps_rtt) {
+    link_delay_ns = 2'000'000;
+    start();
+    listen_b();
+    auto [act, pas] = connect_pair();
+    ASSERT_TRUE(pas);
+    constexpr int n = 10;
+    std::vector<uint8_t> abuf(n * 64), bbuf(n * 64);
+    mr *am = reg_mr(a.pd, abuf.data(), abuf.size(), access_local_write);
+    mr *bm = reg_mr(b.pd, bbuf.data(), bbuf.size(), access_local_write);
+    ASSERT_TRUE(am && bm);
+    /* receives for both directions, then the active side's sends, then
+     * the passive side's (ucmatose's server sends first; either order
+     * shows the same) */
+    for (int dir = 0; dir < 2; dir++) {
+        cm_id *from = dir ? pas : act, *to = dir ? act : pas;
+        mr *fm = dir ? bm : am, *tm = dir ? am : bm;
+        uint8_t *fb = dir ? bbuf.data() : abuf.data(), *tb = dir ? abuf.data() : bbuf.data();
+        for (int i = 0; i < n; i++) {
+            sge rs{reinterpret_cast<uint64_t>(tb + i * 64), 64, mr_lkey(tm)};
+            recv_wr r;
+            r.wr_id = uint64_t(i);
+            r.sg_list = &rs;
+            r.num_sge = 1;
+            recv_wr *bad;
+            ASSERT_EQ(post_recv(to->qp, &r, &bad), verbs_error::ok);
+        }
+        for (int i = 0; i < n; i++) {
+            sge ss{reinterpret_cast<uint64_t>(fb + i * 64), 64, mr_lkey(fm)};
+            send_wr w;
+            w.wr_id = uint64_t(100 + i);
+            w.sg_list = &ss;
+            w.num_sge = 1;
+            w.send_flags = send_signaled;
+            send_wr *sbad;
+            ASSERT_EQ(post_send(from->qp, &w, &sbad), verbs_error::ok);
+        }
+        int done = 0;
+        ASSERT_TRUE(run_until(
+            [&] {
+                wc c[16];
+                for (cm_stack *st : {&a, &b}) {
+                    const int got = poll_cq(st->cq, 16, c);
+                    for (int i = 0; i < got; i++)
+                        EXPECT_EQ(c[i].status, wc_status::success) << wc_status_str(c[i].status);
+                    done += got;
+                }
+                return done == 2 * n;
+            },
+            10'000'000'000ull));
+    }
+    for (cm_id *id : {act, pas}) {
+        const qp_counters &qc = qp_counters_of(id->qp);
+        EXPECT_EQ(qc.tlp_probes, 0u) << (id == act ? "active" : "passive");
+        EXPECT_EQ(qc.timeouts, 0u);
+    }
     dereg_mr(am);
     dereg_mr(bm);
     destroy(act);

@@ -330,6 +330,69 @@ TEST_F(loss, needed_probe_is_not_spurious) {
     EXPECT_EQ(a.qp->loss.backoff, 0u);
 }
 
+/* A round trip measured before the QP's first (the CM handshake,
+ * loss_seed_rtt) stands in for its first RTT sample: a first message over
+ * a link of 2 ms each way goes without a probe, where the 1 ms first guess
+ * probed; the QP's own first sample then replaces it, and min_rtt_ns
+ * (which judges probes spurious) comes from real samples only. A QP that
+ * has a sample of its own ignores a later seed. */
+TEST_F(loss, seeded_rtt_is_the_first_sample) {
+    memlink_config lc;
+    lc.delay = 1.0;
+    lc.delay_ns = 2'000'000; /* each way */
+    setup_pair(lc);
+    src.assign(4096, 1);
+    dst.assign(4096, 0);
+    ms = reg(a, src.data(), 4096);
+    md = reg(b, dst.data(), 4096);
+    auto one = [&](uint64_t id) {
+        write(id, 1024);
+        wc e;
+        int got = 0;
+        for (int r = 0; r < 1000000 && got == 0; ++r) {
+            if (!pump()) clk.advance(10'000);
+            got = poll_cq(a.scq, 1, &e);
+        }
+        ASSERT_EQ(got, 1);
+        ASSERT_EQ(e.status, wc_status::success);
+    };
+    /* unseeded, the first message is probed at the 1 ms guess */
+    ASSERT_EQ(a.qp->loss.srtt_ns, 0u);
+    EXPECT_EQ(loss_probe_delay_ns(a.qp), 1'000'000u);
+    one(1);
+    EXPECT_GE(a.qp->cnt.tlp_probes, 1u);
+
+    /* a new pair of QPs, a's RTT seeded with the link's */
+    qp *qa = make_qp(a), *qb = make_qp(b);
+    ASSERT_TRUE(qa && qb);
+    connect(a, b, opt.psn_a, opt.psn_b, qa, qb);
+    connect(b, a, opt.psn_b, opt.psn_a, qb, qa);
+    a.qp = qa;
+    b.qp = qb;
+    const uint64_t probes = a.qp->cnt.tlp_probes;
+    ASSERT_EQ(probes, 0u);
+    ASSERT_EQ(a.qp->loss.srtt_ns, 0u);
+    loss_seed_rtt(a.qp, 4'000'000);
+    EXPECT_EQ(a.qp->loss.srtt_ns, 4'000'000u);
+    EXPECT_EQ(a.qp->loss.rttvar_ns, 2'000'000u);
+    EXPECT_EQ(a.qp->loss.min_rtt_ns, 0u);
+    EXPECT_EQ(loss_probe_delay_ns(a.qp), 12'000'000u); /* SRTT + 4 x RTTVAR */
+    one(2);
+    EXPECT_EQ(a.qp->cnt.tlp_probes, probes);
+    EXPECT_EQ(a.qp->cnt.timeouts, 0u);
+    /* the real sample (4 ms and a little) replaces the seed, and is the
+     * minimum too */
+    EXPECT_GE(a.qp->loss.min_rtt_ns, 4'000'000u);
+    EXPECT_LT(a.qp->loss.min_rtt_ns, 4'100'000u);
+    EXPECT_EQ(a.qp->loss.srtt_ns, a.qp->loss.min_rtt_ns);
+    EXPECT_EQ(a.qp->loss.rttvar_ns, a.qp->loss.min_rtt_ns / 2);
+    /* a sample of its own: a seed changes nothing */
+    const uint64_t srtt = a.qp->loss.srtt_ns;
+    loss_seed_rtt(a.qp, 500'000'000);
+    EXPECT_EQ(a.qp->loss.srtt_ns, srtt);
+    EXPECT_EQ(std::memcmp(src.data(), dst.data(), 1024), 0);
+}
+
 /* The RTT estimate follows a link delay (RFC 6298's estimator). */
 TEST_F(loss, srtt_follows_the_link_delay) {
     memlink_config lc;
