@@ -26,6 +26,8 @@ namespace uroce {
     X(retrans_pkts, "packets re-sent")                                                             \
     X(timeouts, "local ACK timeouts")                                                              \
     X(retry_exceeded, "retry counter exhausted")                                                   \
+    X(retry_unsent_waits, "ACK timeouts not counted as retries: the retry under way had sent "     \
+                          "nothing yet (no TX mbuf)")                                              \
     X(rnr_naks_sent, "RNR NAKs sent")                                                              \
     X(rnr_naks_rcvd, "RNR NAKs received")                                                          \
     X(rnr_exceeded, "RNR retry counter exhausted")                                                 \

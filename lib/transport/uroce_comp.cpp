@@ -194,6 +194,8 @@ static void retry(qp *q, retry_cause why, uint32_t gap_psn = 0) {
      * seen the gap; a response past a READ (another request's) may be far
      * past the gap, and would make rerequest_seen cover too much. */
     q->comp.resp_since_retry = false;
+    q->comp.tx_pkts_at_retry = q->cnt.tx_pkts;
+    q->comp.unsent_waits = 0;
     q->comp.rerequest_pending = why == retry_cause::read_gap;
     q->comp.rerequest_psn = q->comp.psn;
     q->comp.rerequest_seen = gap_psn;
@@ -205,6 +207,10 @@ static void retry(qp *q, retry_cause why, uint32_t gap_psn = 0) {
  * 3 x 67 ms at timeout 14 covers most of the pauses of rxe under TCG
  * (measured 70-230 ms, a few up to 700 ms). */
 static constexpr uint8_t max_pause_waits = 3;
+/* Timeouts waited out while the retry under way has sent nothing: 255 x 67
+ * ms at timeout 14 is 17 s, longer than any round of turns seen (4096 QPs
+ * on one core: over a second). */
+static constexpr uint8_t max_unsent_waits = 255;
 
 void comp_retrans_timeout(void *arg) {
     qp *q = static_cast<qp *>(arg);
@@ -212,6 +218,20 @@ void comp_retrans_timeout(void *arg) {
     if (q->type != qp_type::rc || (q->state != qp_state::rts && q->state != qp_state::sqd)) return;
     if (q->req.rnr_wait || !comp_outstanding(q)) return;
     ++q->cnt.timeouts;
+    /* The retry under way has not sent one packet yet: its resends wait for
+     * a TX mbuf (thousands of QPs share one pool: with 4096 QPs a QP's turn
+     * can come seconds apart, doc/performance.md). The local ACK timer times
+     * requests on the wire (IBTA 9.7.6.1.3); nothing has gone out since the
+     * last retry began, so the peer's silence tells nothing new, and
+     * spending retry_cnt on it ended QPs whose peer was fine. Bounded, so
+     * that a QP that can never send still ends. */
+    if (q->comp.retry_guard && q->cnt.tx_pkts == q->comp.tx_pkts_at_retry &&
+        q->comp.unsent_waits < max_unsent_waits) {
+        ++q->comp.unsent_waits;
+        ++q->cnt.retry_unsent_waits;
+        comp_arm_retrans(q);
+        return;
+    }
     /* A retry is under way without forward progress, and since it started
      * the responder has sent responses: it is alive and working through its
      * queue, where that retry's re-request waits behind what it is still

@@ -164,6 +164,10 @@ struct qp {
          * paused (uroce_comp.cpp, comp_retrans_timeout) */
         bool resp_since_retry = false;
         uint8_t pause_waits = 0;
+        /* tx_pkts when the last retry started, and the timeouts waited out
+         * since with nothing sent (uroce_comp.cpp, comp_retrans_timeout) */
+        uint64_t tx_pkts_at_retry = 0;
+        uint8_t unsent_waits = 0;
         bool rerequest_pending = false;
         uint32_t rerequest_psn = 0;
         uint32_t rerequest_seen = 0;

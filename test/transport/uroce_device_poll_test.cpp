@@ -3,7 +3,8 @@
  * (a driver that takes only part of a burst: back-pressure, what it refuses
  * is kept and sent later, nothing lost, nothing retransmitted), and poll()
  * reporting idle once nothing is left to send, and a TX pool that runs dry
- * with many QPs scheduled (one wait per poll, then everything completes).
+ * with many QPs scheduled (one wait per poll, then everything completes) or
+ * under a retry (its timeouts spend no retries while nothing can be sent).
  */
 #include <cstring>
 #include <vector>
@@ -170,6 +171,107 @@ TEST_F(device_poll, an_empty_pool_ends_the_round_and_the_qps_wait) {
         destroy_qp(q);
     for (qp *q : qb)
         destroy_qp(q);
+    a.qp = b.qp = nullptr;
+    close_device(a.ctx);
+    a.ctx = nullptr;
+    rte_mempool_free(small);
+}
+
+/* A WRITE is lost, and its QP times out while the TX pool is empty and
+ * the QPs ahead of it on the scheduling list take the polls' turns to find
+ * no mbuf (with 4096 QPs a QP's turn can come seconds apart). The
+ * retry's resend cannot leave, and the timeouts that follow, with nothing
+ * of that retry on the wire, do not spend retry_cnt (counted apart). Once
+ * mbufs are back both WRITEs complete. Spending them ended the QP with
+ * retry_exc_err after retry_cnt + 1 timeouts (64 KiB WRITE at 4096 QPs
+ * with the default timeout 14, doc/performance.md). */
+TEST_F(device_poll, timeouts_while_the_retry_waits_for_mbufs_spend_no_retries) {
+    opt.timeout = 8; /* 1 ms */
+    opt.retry_cnt = 2;
+    make_link();
+    rte_mempool *small = rte_pktmbuf_pool_create("uroce_tp_small2", 64, 0, 0,
+                                                 RTE_PKTMBUF_HEADROOM + 4096 + 256, SOCKET_ID_ANY);
+    ASSERT_NE(small, nullptr);
+    device_config cfg;
+    cfg.dev = a.port;
+    cfg.pool = small;
+    cfg.gids[0] = gid::from_ipv4(0x0a000001);
+    cfg.num_gids = 1;
+    cfg.clock = &clk;
+    cfg.seed = 1;
+    cfg.tail_loss_probe = false; /* the timeout's retry alone */
+    a.ctx = open_device(cfg);
+    ASSERT_NE(a.ctx, nullptr);
+    a.pd = alloc_pd(a.ctx);
+    a.scq = create_cq(a.ctx, 256);
+    a.rcq = create_cq(a.ctx, 256);
+    a.g = cfg.gids[0];
+    a.mac = mac_a;
+    open_on(b, b.port, gid::from_ipv4(0x0a000002), mac_b);
+    qp *qa = make_qp(a), *qb = make_qp(b);
+    connect(a, b, 100, 200, qa, qb);
+    connect(b, a, 200, 100, qb, qa);
+    /* the QPs whose turns come first */
+    constexpr size_t n_ahead = 16, len = 2048;
+    std::vector<qp *> ahead_a, ahead_b;
+    for (size_t i = 0; i < n_ahead; ++i) {
+        ahead_a.push_back(make_qp(a));
+        ahead_b.push_back(make_qp(b));
+        connect(a, b, uint32_t(1000 * (i + 1)), uint32_t(1000 * (i + 1) + 500), ahead_a[i],
+                ahead_b[i]);
+        connect(b, a, uint32_t(1000 * (i + 1) + 500), uint32_t(1000 * (i + 1)), ahead_b[i],
+                ahead_a[i]);
+    }
+    std::vector<uint8_t> src((n_ahead + 1) * len), dst((n_ahead + 1) * len);
+    mr *ms = reg(a, src.data(), src.size());
+    mr *md = reg(b, dst.data(), dst.size());
+    fill_pattern(src.data(), src.size(), 5);
+    ASSERT_EQ(post_one(a, wr_opcode::rdma_write, src.data(), len, ms, 0,
+                       reinterpret_cast<uint64_t>(dst.data()), mr_rkey(md), send_signaled, qa),
+              verbs_error::ok);
+    a.ctx->poll();
+    /* lost on the way: b never sees it */
+    rte_mbuf *lost[8];
+    const uint16_t n_lost = b.port->rx_burst(lost, 8);
+    ASSERT_GE(n_lost, 1u);
+    rte_pktmbuf_free_bulk(lost, n_lost);
+    /* every mbuf of a's pool held here; the other QPs' WRITEs then wait for
+     * one, ahead of qa on the scheduling list */
+    std::vector<void *> held(64);
+    ASSERT_EQ(rte_mempool_get_bulk(small, held.data(), unsigned(held.size())), 0);
+    for (size_t i = 0; i < n_ahead; ++i)
+        ASSERT_EQ(post_one(a, wr_opcode::rdma_write, src.data() + (i + 1) * len, len, ms, i + 1,
+                           reinterpret_cast<uint64_t>(dst.data() + (i + 1) * len), mr_rkey(md),
+                           send_signaled, ahead_a[i]),
+                  verbs_error::ok);
+    /* Their first round ends at the first of them to find no mbuf; the
+     * rest go first in the next polls, one per poll, before anything
+     * scheduled since (qa, by its timeouts): 15 polls away. One poll per
+     * timeout, 10 timeouts. */
+    a.ctx->poll();
+    for (int i = 0; i < 10; ++i) {
+        clk.advance(1'100'000);
+        a.ctx->poll();
+    }
+    wc early[4];
+    EXPECT_EQ(poll_cq(a.scq, 4, early), 0) << "a QP ended: " << wc_status_str(early[0].status);
+    EXPECT_GE(qa->cnt.timeouts, 8u);
+    EXPECT_GE(qa->cnt.retry_unsent_waits, 7u);
+    EXPECT_EQ(qa->cnt.retry_exceeded, 0u);
+    EXPECT_EQ(qa->cnt.retrans_pkts, 0u); /* its turn has not come */
+    rte_mempool_put_bulk(small, held.data(), unsigned(held.size()));
+    auto sw = poll_n(a.scq, n_ahead + 1);
+    ASSERT_EQ(sw.size(), n_ahead + 1);
+    for (auto &e : sw)
+        EXPECT_EQ(e.status, wc_status::success) << e.wr_id << ": " << wc_status_str(e.status);
+    EXPECT_EQ(src, dst);
+    EXPECT_EQ(qa->cnt.retransmits, 1u);
+    destroy_qp(qa);
+    destroy_qp(qb);
+    for (size_t i = 0; i < n_ahead; ++i) {
+        destroy_qp(ahead_a[i]);
+        destroy_qp(ahead_b[i]);
+    }
     a.qp = b.qp = nullptr;
     close_device(a.ctx);
     a.ctx = nullptr;
