@@ -36,10 +36,13 @@ class stingy_netdev final : public netdev {
 
 class device_poll : public pair_fixture {
   protected:
-    void open_on(endpoint &e, netdev *dev, const gid &g, const uint8_t *mac) {
+    /* pool: the device's TX pool (a test's own small one, to empty it) */
+    void open_on(endpoint &e, netdev *dev, const gid &g, const uint8_t *mac,
+                 rte_mempool *pool = test_pool(), bool tail_loss_probe = true) {
         device_config cfg;
         cfg.dev = dev;
-        cfg.pool = test_pool();
+        cfg.pool = pool;
+        cfg.tail_loss_probe = tail_loss_probe;
         cfg.gids[0] = g;
         cfg.num_gids = 1;
         cfg.clock = &clk;
@@ -115,20 +118,7 @@ TEST_F(device_poll, an_empty_pool_ends_the_round_and_the_qps_wait) {
     rte_mempool *small = rte_pktmbuf_pool_create("uroce_tp_small", 64, 0, 0,
                                                  RTE_PKTMBUF_HEADROOM + 4096 + 256, SOCKET_ID_ANY);
     ASSERT_NE(small, nullptr);
-    device_config cfg;
-    cfg.dev = a.port;
-    cfg.pool = small;
-    cfg.gids[0] = gid::from_ipv4(0x0a000001);
-    cfg.num_gids = 1;
-    cfg.clock = &clk;
-    cfg.seed = 1;
-    a.ctx = open_device(cfg);
-    ASSERT_NE(a.ctx, nullptr);
-    a.pd = alloc_pd(a.ctx);
-    a.scq = create_cq(a.ctx, 256);
-    a.rcq = create_cq(a.ctx, 256);
-    a.g = cfg.gids[0];
-    a.mac = mac_a;
+    open_on(a, a.port, gid::from_ipv4(0x0a000001), mac_a, small);
     open_on(b, b.port, gid::from_ipv4(0x0a000002), mac_b);
     constexpr size_t n_qps = 32, len = 4096;
     std::vector<qp *> qa, qb;
@@ -192,21 +182,8 @@ TEST_F(device_poll, timeouts_while_the_retry_waits_for_mbufs_spend_no_retries) {
     rte_mempool *small = rte_pktmbuf_pool_create("uroce_tp_small2", 64, 0, 0,
                                                  RTE_PKTMBUF_HEADROOM + 4096 + 256, SOCKET_ID_ANY);
     ASSERT_NE(small, nullptr);
-    device_config cfg;
-    cfg.dev = a.port;
-    cfg.pool = small;
-    cfg.gids[0] = gid::from_ipv4(0x0a000001);
-    cfg.num_gids = 1;
-    cfg.clock = &clk;
-    cfg.seed = 1;
-    cfg.tail_loss_probe = false; /* the timeout's retry alone */
-    a.ctx = open_device(cfg);
-    ASSERT_NE(a.ctx, nullptr);
-    a.pd = alloc_pd(a.ctx);
-    a.scq = create_cq(a.ctx, 256);
-    a.rcq = create_cq(a.ctx, 256);
-    a.g = cfg.gids[0];
-    a.mac = mac_a;
+    /* the timeout's retry alone */
+    open_on(a, a.port, gid::from_ipv4(0x0a000001), mac_a, small, false);
     open_on(b, b.port, gid::from_ipv4(0x0a000002), mac_b);
     qp *qa = make_qp(a), *qb = make_qp(b);
     connect(a, b, 100, 200, qa, qb);
