@@ -301,6 +301,12 @@ std::string endpoint::run_bw(uint64_t size, bw_result &out,
     };
     uint64_t total_done = 0;
     bool stopping = false;
+    /* -f: the sample window [margin, duration - margin] (perftest's
+     * SAMPLE_STATE); without -D or -f it is the whole run */
+    const bool windowed = timed && p_.margin_s > 0;
+    bool sampling = !windowed, sampled = false;
+    clock::time_point sample_t0 = t0, sample_t1{};
+    uint64_t sample_done0 = 0, sample_done1 = 0;
     wc wcs[32];
     /* The QPs that may have room: all at first, then those a completion
      * came for, so that a round costs what happened in it, not a scan of
@@ -345,9 +351,28 @@ std::string endpoint::run_bw(uint64_t size, bw_result &out,
             on_progress(std::min(frac, 1.0));
             if (app::stop_requested.load()) return "interrupted";
         }
+        if (windowed && !sampled) {
+            const double at = since_t0(now);
+            if (!sampling && at >= p_.margin_s) {
+                sampling = true;
+                sample_t0 = now;
+                sample_done0 = total_done;
+            } else if (sampling && at >= p_.duration_s - p_.margin_s) {
+                sampled = true;
+                sample_t1 = now;
+                sample_done1 = total_done;
+            }
+        }
         if (timed) {
-            if (!stopping && seconds_since(t0) >= p_.duration_s)
+            if (!stopping && seconds_since(t0) >= p_.duration_s) {
                 stopping = true; /* post no more; drain what is in flight */
+                if (windowed && !sampled) { /* a stall ran past the window's end */
+                    if (!sampling) sample_t0 = now, sample_done0 = total_done;
+                    sampled = true;
+                    sample_t1 = now;
+                    sample_done1 = total_done;
+                }
+            }
             for (size_t qi = 0; stopping && qi < nq; qi++)
                 /* The unsignaled tail completes with the next signaled WR:
                  * post one, once the send queue has room for it (a full
@@ -369,11 +394,16 @@ std::string endpoint::run_bw(uint64_t size, bw_result &out,
         }
     }
     out.size = size;
-    out.iters = total_done;
-    out.seconds = seconds_since(t0);
-    out.bw_avg_bytes_s = double(total_done) * double(size) / out.seconds;
+    if (windowed) {
+        out.iters = sample_done1 - sample_done0;
+        out.seconds = std::chrono::duration<double>(sample_t1 - sample_t0).count();
+    } else {
+        out.iters = total_done;
+        out.seconds = seconds_since(t0);
+    }
+    out.bw_avg_bytes_s = double(out.iters) * double(size) / out.seconds;
     out.bw_peak_bytes_s = peak.best_bytes_per_s(size);
-    out.msg_rate_mpps = double(total_done) / out.seconds / 1e6;
+    out.msg_rate_mpps = double(out.iters) / out.seconds / 1e6;
     return {};
 }
 

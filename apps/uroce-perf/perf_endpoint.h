@@ -32,6 +32,10 @@ struct perf_params {
     uint64_t size = 65536;
     uint64_t iters = 5000; /* -n */
     double duration_s = 0; /* -D: run this long instead of -n iterations */
+    /* -f (perftest's --margin): with -D, only what completes between
+     * margin_s and duration_s - margin_s counts, so warm-up (first touch of
+     * every QP's buffers and queues) and the drain stay out of the rate */
+    double margin_s = 0;
     mtu path_mtu = mtu::mtu_4096;
     uint32_t tx_depth = 128;    /* perftest's default -t */
     uint32_t rx_depth = 512;    /* perftest's default -r */

@@ -12,6 +12,7 @@
 #   runtime    EAL's runtime directory uroce-<pid> is gone after a run, a
 #              failed run and SIGTERM; one left by SIGKILL goes at the next start
 #   progress   uroce-perf's progress lines only on a terminal (script(1)'s pty)
+#   margin     -D with -f (perftest's --margin) counts the middle of the run only
 # Usage: cli_test.sh UROCE_PERF UROCE_PINGPONG
 set -u
 perf=${1:?usage: $0 UROCE_PERF UROCE_PINGPONG}
@@ -86,6 +87,21 @@ usage "-q without --srq" "-q/--num-qp is for --srq" "$pp" --ip 10.0.0.1/24 --vde
 usage "srq rx depth" "rx_depth 2 is too small for 4 QPs" "$pp" --ip 10.0.0.1/24 --vdev net_ring0 --srq -q 4 -r 2
 usage "-R with UC" "-R runs RC and UD only (no -c UC)" "$perf" write_bw -R -c UC --vdev net_ring0 --ip 10.0.0.1/24
 usage "-R in loopback" "-R is for runs against a peer" "$perf" write_bw -R --loopback
+usage "margin without -D" "-f (--margin) needs -D" "$perf" --loopback write_bw -f 1
+usage "margin too long" "-D must be longer than twice -f (--margin)" "$perf" --loopback write_bw -D 2 -f 1
+
+# margin: -D 3 -f 1 counts the middle second only (perftest's --margin)
+if run "margin whole" 0 "$perf" --loopback send_bw -s 64 -D 3 -f 0; then
+  whole=$(grep -E '^ +64 +[0-9]+ ' "$tmp/out" | awk '{print $2}')
+  if run "margin window" 0 "$perf" --loopback send_bw -s 64 -D 3 -f 1; then
+    window=$(grep -E '^ +64 +[0-9]+ ' "$tmp/out" | awk '{print $2}')
+    if [ "${window:-0}" -gt 0 ] && [ "${whole:-0}" -gt 0 ] && [ $((window * 2)) -lt "$whole" ]; then
+      ok "margin: $window of $whole iterations in the middle second"
+    else
+      bad "margin: -f 1 counted ${window:-none} iterations, -f 0 ${whole:-none}"
+    fi
+  fi
+fi
 
 # run failures
 if run "unknown vdev" 1 "$pp" --vdev net_foo0 --ip 10.0.0.1/24; then
