@@ -365,7 +365,7 @@ std::string endpoint::run_bw(uint64_t size, bw_result &out,
         }
         if (timed) {
             if (!stopping && seconds_since(t0) >= p_.duration_s) {
-                stopping = true; /* post no more; drain what is in flight */
+                stopping = true;            /* post no more; drain what is in flight */
                 if (windowed && !sampled) { /* a stall ran past the window's end */
                     if (!sampling) sample_t0 = now, sample_done0 = total_done;
                     sampled = true;
