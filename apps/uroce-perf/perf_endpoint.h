@@ -56,6 +56,9 @@ struct bw_result {
     double bw_peak_bytes_s = 0; /* bytes per second; printed in perftest's units */
     double bw_avg_bytes_s = 0;
     double msg_rate_mpps = 0; /* 1e6 messages per second */
+    /* the CPU time the process spent over the same span: on a shared or
+     * loaded machine iters / cpu_seconds is the figure that compares */
+    double cpu_seconds = 0;
 };
 
 /* What the other side needs to reach this one (perftest's KEY message). */

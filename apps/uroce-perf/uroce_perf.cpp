@@ -326,12 +326,21 @@ unsigned loopback_pool_mbufs(const options &o) {
  * holds a burst or more. */
 constexpr unsigned drain_rounds = 64;
 
-/* The bare net_ring pair's packet rate with 64-byte frames: the ceiling a
- * one-core run of two stacks can approach (measured in the same run). */
+double thread_cpu_seconds() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
+/* The bare net_ring pair's packet rate with 64-byte frames, per CPU-second
+ * of this thread (so that a loaded machine's preemptions do not lower it):
+ * the ceiling a one-core run of two stacks can approach (measured in the
+ * same run). */
 double ring_ceiling_mpps(ethdev_port &a, ethdev_port &b, rte_mempool *pool) {
     constexpr int burst = 32;
     rte_mbuf *tx[burst], *rx[burst];
     uint64_t moved = 0;
+    const double cpu0 = thread_cpu_seconds();
     const auto t0 = std::chrono::steady_clock::now();
     const auto end = t0 + std::chrono::milliseconds(300);
     while (std::chrono::steady_clock::now() < end) {
@@ -345,8 +354,8 @@ double ring_ceiling_mpps(ethdev_port &a, ethdev_port &b, rte_mempool *pool) {
         moved += got;
         rte_pktmbuf_free_bulk(rx, got);
     }
-    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    return double(moved) / secs / 1e6;
+    const double cpu = thread_cpu_seconds() - cpu0;
+    return cpu > 0 ? double(moved) / cpu / 1e6 : 0;
 }
 
 /* A shard's part of a loopback test on a worker lcore: its client runs the
@@ -378,6 +387,8 @@ void add_result(bw_result &sum, const bw_result &r) {
     sum.bw_peak_bytes_s += r.bw_peak_bytes_s;
     sum.bw_avg_bytes_s += r.bw_avg_bytes_s;
     sum.msg_rate_mpps += r.msg_rate_mpps;
+    /* each shard's figure is the whole process's CPU time over its span */
+    sum.cpu_seconds = std::max(sum.cpu_seconds, r.cpu_seconds);
 }
 
 /* Where the frames went: each shard's own frames, and those shard 0 read
@@ -517,7 +528,7 @@ int run_loopback(options &o) {
                     "net_ring pair (%s)\n",
                     n_shards, a->port().describe().c_str());
     const double ceiling = ring_ceiling_mpps(a->port(), b->port(), a->port().pool());
-    std::printf(" ceiling: bare net_ring pair, 64 B frames, no stack: %.2f Mpps\n", ceiling);
+    std::printf(" ceiling: bare net_ring pair, 64 B frames, no stack: %.2f Mpps per CPU-second\n", ceiling);
 
     if (std::any_of(o.tests.begin(), o.tests.end(),
                     [](const auto &t) { return t.second == test_kind::bw; }))
@@ -660,8 +671,13 @@ int run_loopback(options &o) {
             /* Frames per message at this MTU, both directions' share of the ring ceiling. */
             const uint32_t pmtu = mtu_to_bytes(p.path_mtu);
             const double pkts = double((size + pmtu - 1) / pmtu);
-            std::printf("   %.2f Mpps of payload packets = %.0f%% of the bare ring's %.2f Mpps\n",
-                        r.msg_rate_mpps * pkts, 100.0 * r.msg_rate_mpps * pkts / ceiling, ceiling);
+            /* per CPU-second: what the stacks cost, whatever else the
+             * machine ran meanwhile (the bare ring's rate is one too) */
+            const double cpu_mpps = r.cpu_seconds > 0 ? double(r.iters) / r.cpu_seconds / 1e6 : 0;
+            std::printf("   per CPU-second: %.2f M msg/s, %.2f Gb/s; %.2f Mpps of payload packets = "
+                        "%.0f%% of the bare ring's %.2f Mpps (%.2f CPU-s in %.2f s)\n",
+                        cpu_mpps, cpu_mpps * double(size) * 8e-3, cpu_mpps * pkts,
+                        100.0 * cpu_mpps * pkts / ceiling, ceiling, r.cpu_seconds, r.seconds);
             std::fflush(stdout);
         }
         std::printf("------------------------------------------------------------------------------"
