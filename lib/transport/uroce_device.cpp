@@ -41,6 +41,8 @@ device::device(const device_config &cfg) : cfg_(cfg), qpn_base_(cfg.first_qpn) {
     timers_.start(clock_->now_ns());
     mrs_.init(cfg.max_mr, cfg.seed); /* seed 0: a random secret */
     qps_.assign(cfg.max_qp, nullptr);
+    sched_.reserve(size_t(cfg.max_qp) + 1); /* + QP1 */
+    round_.reserve(size_t(cfg.max_qp) + 1);
     max_frame_len_ = cfg.dev->caps().max_frame_len;
     if (cfg.random_first_qpn) next_qpn_ = uint32_t(first_qpn_draw(cfg.seed) % cfg.max_qp);
 }
@@ -293,14 +295,18 @@ verbs_error device::destroy_qp(qp *q) {
     timers_.cancel(q->retrans_timer);
     timers_.cancel(q->rnr_timer);
     timers_.cancel(q->probe_timer);
-    /* unlink from the progress lists */
-    for (qp **pp : {&sched_head_, &sched_rest_})
-        for (; q->scheduled && *pp; pp = &(*pp)->sched_next)
-            if (*pp == q) {
-                *pp = q->sched_next;
-                q->scheduled = false;
-                break;
-            }
+    /* off the scheduler's lists (round_ keeps its order: its unserved
+     * part is [0, round_left_)) */
+    if (q->scheduled) {
+        if (auto it = std::find(sched_.begin(), sched_.end(), q); it != sched_.end())
+            sched_.erase(it);
+        auto left = round_.begin() + ptrdiff_t(round_left_);
+        if (auto it = std::find(round_.begin(), left, q); it != left) {
+            round_.erase(it);
+            --round_left_;
+        }
+        q->scheduled = false;
+    }
     if (q == gsi_)
         gsi_ = nullptr;
     else

@@ -94,11 +94,12 @@ class device {
     unsigned tx_flush();
     unsigned tx_room() const { return tx_queue_cap - tx_n_; }
     unsigned tx_queued() const { return tx_n_; }
+    /* Give q a turn in the next scheduler round (each QP is on the list at
+     * most once: sched_ never outgrows the capacity reserved for every QP). */
     void schedule(qp *q) {
         if (q->scheduled) return;
         q->scheduled = true;
-        q->sched_next = sched_head_;
-        sched_head_ = q;
+        sched_.push_back(q);
     }
     uint16_t next_ip_id() { return ip_id_++; }
     qp *lookup_qp(uint32_t qpn) const {
@@ -177,10 +178,16 @@ class device {
     std::vector<std::unique_ptr<srq>> srqs_;
     std::vector<std::unique_ptr<ah>> ahs_;
     std::vector<std::unique_ptr<qp>> qps_owned_;
-    qp *sched_head_ = nullptr;
-    /* The rest of a scheduler round cut short (port or pool full): first
-     * in the next round, in order, without walking the list to splice it. */
-    qp *sched_rest_ = nullptr;
+    /* The scheduler's lists, arrays rather than a chain through the QPs,
+     * so that a turn can prefetch the QPs two and one turns ahead without
+     * reading a cold QP for its link. sched_: the QPs scheduled since the
+     * running round began. round_[0, round_left_): those of the running
+     * round still to be served, the most recently scheduled (the warmest)
+     * at the end and served first; a round cut short (port or pool full)
+     * leaves them there, first in the next. Both hold every QP at once. */
+    std::vector<qp *> sched_;
+    std::vector<qp *> round_;
+    size_t round_left_ = 0;
     void tx_drop(rte_mbuf *m);
     rte_mbuf *tx_q_[tx_queue_cap];
     unsigned tx_n_ = 0;

@@ -53,33 +53,32 @@ void device::tx_drop(rte_mbuf *m) {
  * so one busy QP cannot starve the others. */
 unsigned device::run_scheduled() {
     unsigned total = 0;
-    qp *list;
-    if (sched_rest_) {
-        /* what a cut-short round left goes first; the QPs scheduled since
-         * wait for the next round */
-        list = sched_rest_;
-        sched_rest_ = nullptr;
-    } else {
-        list = sched_head_;
-        sched_head_ = nullptr;
+    if (round_left_ == 0) {
+        /* a new round: the QPs scheduled since the last one began; those
+         * scheduled from now on wait for the next */
+        round_.swap(sched_);
+        sched_.clear();
+        round_left_ = round_.size();
     }
-    while (list) {
+    while (round_left_) {
         if (tx_room() < tx_turn_max) {
             tx_flush();
             if (tx_room() < tx_turn_max) {
                 /* the port is full: the rest wait for the next poll, in order */
                 ++cnt_.tx_deferred_turns;
-                sched_rest_ = list;
                 break;
             }
         }
-        qp *q = list;
-        list = q->sched_next;
-        /* the next QP's state loads while this one takes its turn (with
-         * thousands of QPs it is cold: qp_prefetch) */
-        if (list) qp_prefetch(list);
+        qp *q = round_[--round_left_];
+        /* With thousands of QPs each one's state is cold by its turn: the
+         * QP two turns ahead starts loading now (qp_prefetch), and the next
+         * one, whose lines were asked for a turn ago, its send WQE. */
+        if (round_left_ >= 2) qp_prefetch(round_[round_left_ - 2]);
+        if (round_left_ >= 1) {
+            const qp *next = round_[round_left_ - 1];
+            if (next->req.wqe != next->sq_head) qp_prefetch_send_wqe(next, next->req.wqe);
+        }
         q->scheduled = false;
-        q->sched_next = nullptr;
         const uint64_t waits = cnt_.tx_mbuf_waits;
         total += resp_process(q, resp_burst);
         total += req_process(q, req_burst);
@@ -88,10 +87,10 @@ unsigned device::run_scheduled() {
             /* the pool is empty: the QPs after this one would each fail to
              * allocate too (thousands of them with thousands of QPs). They
              * wait for the next poll, in order, ahead of this one. */
-            sched_rest_ = list;
             break;
         }
     }
+    if (round_left_ == 0) round_.clear();
     return total;
 }
 

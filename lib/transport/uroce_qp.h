@@ -120,10 +120,9 @@ struct qp {
     qp_type type = qp_type::rc;
     qp_state state = qp_state::reset;
     bool sq_sig_all = false;
-    bool scheduled = false; /* on the device's scheduling list */
+    bool scheduled = false; /* on one of the device's scheduler lists */
     uint32_t qpn = 0;
     uint32_t mtu = 1024; /* path MTU in bytes */
-    qp *sched_next = nullptr;
     /* send queue: [sq_comp, sq_head) posted and not yet completed */
     uint32_t sq_mask = 0;
     uint32_t sq_head = 0;
@@ -281,6 +280,30 @@ static inline void qp_prefetch(const qp *q) {
     for (; line < hot_end; line += RTE_CACHE_LINE_SIZE)
         rte_prefetch0(line);
     rte_prefetch0(&q->cnt); /* its first line: packets, bytes, ACKs */
+}
+
+/* The second stage, once q's own lines are in: the queue entries the next
+ * frame or turn for q reads first. A send WQE spans two lines. */
+static inline void qp_prefetch_send_wqe(const qp *q, uint32_t idx) {
+    const char *w = reinterpret_cast<const char *>(&q->sq[idx & q->sq_mask]);
+    rte_prefetch0(w);
+    rte_prefetch0(w + sizeof(send_wqe) - 1);
+}
+/* The receive WQE that the k-th SEND of a run for q will take (the QP's
+ * own ring; an SRQ's front moves under other QPs' frames). */
+static inline void qp_prefetch_recv_wqe(const qp *q, uint32_t k) {
+    if (q->srq || q->rq.count() <= k) return;
+    rte_prefetch0(q->rq.slot_after_front(k));
+    rte_prefetch0(q->rq.sgl_after_front(k));
+}
+/* The third stage, once that WQE's scatter list is in: the first line of
+ * the buffer the SEND's payload goes to, for writing. */
+static inline void qp_prefetch_recv_buffer(const qp *q, uint32_t k) {
+    if (q->srq || q->rq.count() <= k) return;
+    const sge *sg = q->rq.sgl_after_front(k);
+    /* the compiler's write prefetch (DPDK 22.11's rte_prefetch0_write is
+     * still experimental API) */
+    if (sg->length) __builtin_prefetch(reinterpret_cast<const void *>(sg->addr), 1, 3);
 }
 
 /* ---- uroce_qp.cpp: state machine */

@@ -117,10 +117,11 @@ void device::rx_one(rte_mbuf *m) {
     assert(!rx_icrc_.pending);
 }
 
-/* The destination QPN of a frame, read before the frame is parsed, only to
- * prefetch that QP's state: a frame that is not what it seems costs a
- * wasted prefetch, never a wrong answer (rx_one parses and checks it all). */
-static inline bool peek_dest_qpn(const rte_mbuf *m, uint32_t &qpn) {
+/* The destination QPN and opcode of a frame, read before the frame is
+ * parsed, only to prefetch that QP's state: a frame that is not what it
+ * seems costs a wasted prefetch, never a wrong answer (rx_one parses and
+ * checks it all). */
+static inline bool peek_bth(const rte_mbuf *m, uint32_t &qpn, uint8_t &opcode) {
     const uint8_t *frame = rte_pktmbuf_mtod(m, const uint8_t *);
     const size_t len = m->data_len;
     size_t off = sizeof(eth_hdr);
@@ -138,38 +139,91 @@ static inline bool peek_dest_qpn(const rte_mbuf *m, uint32_t &qpn) {
         return false;
     off += sizeof(udp_hdr);
     if (len < off + sizeof(bth)) return false;
-    qpn = reinterpret_cast<const struct bth *>(frame + off)->dest_qp();
+    const struct bth *b = reinterpret_cast<const struct bth *>(frame + off);
+    qpn = b->dest_qp();
+    opcode = b->opcode;
     return true;
 }
 
-/* How many frames ahead rx_burst starts loading a frame's QP: far enough
- * for the lines to arrive before rx_one needs them, near enough that they
- * are still in L1 then. */
+/* How many frames ahead rx_burst starts loading a frame's QP (stage 1),
+ * then, once those lines are in, the queue entry the frame will read
+ * (stage 2), and one frame ahead a SEND's receive buffer (stage 3): far
+ * enough for the lines to arrive before rx_one needs them, near enough
+ * that they are still in L1 then. */
 inline constexpr uint16_t rx_qp_prefetch_ahead = 4;
+inline constexpr uint16_t rx_wqe_prefetch_ahead = 2;
 
 void device::rx_burst(rte_mbuf **pkts, uint16_t n) {
     /* With thousands of QPs every frame's QP is cold (a cache miss per line
-     * it reads, which dominated rx_one at 4096 QPs): load the QP of frame
-     * i + ahead while frame i is processed. The frames' own headers are
-     * prefetched one step further ahead, so the peek finds them loaded. */
-    const qp *last_prefetched = nullptr; /* a run of frames for one QP loads it once */
-    auto prefetch_qp = [this, &last_prefetched](const rte_mbuf *m) {
+     * it reads, which dominated rx_one at 4096 QPs), and so is the WQE it
+     * completes or fills: frame i + 4's QP and frame i + 2's WQE load while
+     * frame i is processed. The frames' own headers are prefetched one step
+     * further ahead, so the peek finds them loaded. */
+    struct lookahead {
+        const qp *q;           /* null: not a frame for one of our QPs, it seems */
+        bool takes_recv_wqe;   /* SEND FIRST/ONLY: the next receive WQE */
+        bool run_start;        /* the first frame of a run for q in this burst */
+        uint32_t run;          /* which run of frames for one QP it is in */
+        uint32_t sends_before; /* frames of its run before it that take a receive WQE */
+    };
+    constexpr uint16_t window = 8; /* > rx_qp_prefetch_ahead, a power of 2 */
+    lookahead ahead[window];
+    const qp *run_qp = nullptr;
+    uint32_t run = 0, run_sends = 0;
+    auto stage1 = [&](uint16_t j) {
+        lookahead &a = ahead[j & (window - 1)];
+        a = {nullptr, false, false, run, run_sends};
         uint32_t qpn;
-        if (!peek_dest_qpn(m, qpn)) return;
+        uint8_t opcode;
+        if (!peek_bth(pkts[j], qpn, opcode)) return;
         const qp *q = lookup_qp(qpn);
-        if (q && q != last_prefetched) {
+        if (!q) return;
+        const opcode_info &info = opcode_lookup(opcode);
+        if (q != run_qp) { /* a run of frames for one QP loads it once */
             qp_prefetch(q);
-            last_prefetched = q;
+            run_qp = q;
+            run_sends = 0;
+            a.run = ++run;
+            a.run_start = true;
         }
+        a.q = q;
+        a.takes_recv_wqe =
+            info.has(op_flag::send | op_flag::request) && info.has_any(op_flag::first);
+        a.sends_before = run_sends;
+        run_sends += a.takes_recv_wqe;
+    };
+    /* Which receive WQE frame j will take, counted from its QP's front as
+     * it is before frame i is processed: the frames of j's run from i on
+     * have not taken theirs yet. */
+    auto recv_wqe_ahead = [&](const lookahead &a, uint16_t i) {
+        const lookahead &now = ahead[i & (window - 1)];
+        return a.sends_before - (now.run == a.run ? now.sends_before : 0);
+    };
+    auto stage2 = [&](uint16_t j, uint16_t i) {
+        const lookahead &a = ahead[j & (window - 1)];
+        if (!a.q) return;
+        if (a.takes_recv_wqe)
+            qp_prefetch_recv_wqe(a.q, recv_wqe_ahead(a, i));
+        else if (a.run_start && a.q->sq_comp != a.q->sq_head)
+            qp_prefetch_send_wqe(a.q, a.q->sq_comp); /* a response: the oldest WQE */
+    };
+    auto stage3 = [&](uint16_t j, uint16_t i) {
+        const lookahead &a = ahead[j & (window - 1)];
+        if (a.q && a.takes_recv_wqe) qp_prefetch_recv_buffer(a.q, recv_wqe_ahead(a, i));
     };
     for (uint16_t i = 0; i < n && i <= rx_qp_prefetch_ahead; ++i)
         rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void *));
     for (uint16_t i = 0; i < n && i < rx_qp_prefetch_ahead; ++i)
-        prefetch_qp(pkts[i]);
+        stage1(i);
+    for (uint16_t i = 0; i < n && i < rx_wqe_prefetch_ahead; ++i)
+        stage2(i, 0);
+    if (n) stage3(0, 0);
     for (uint16_t i = 0; i < n; ++i) {
         if (i + rx_qp_prefetch_ahead + 1 < n)
             rte_prefetch0(rte_pktmbuf_mtod(pkts[i + rx_qp_prefetch_ahead + 1], void *));
-        if (i + rx_qp_prefetch_ahead < n) prefetch_qp(pkts[i + rx_qp_prefetch_ahead]);
+        if (i + rx_qp_prefetch_ahead < n) stage1(uint16_t(i + rx_qp_prefetch_ahead));
+        if (i + rx_wqe_prefetch_ahead < n) stage2(uint16_t(i + rx_wqe_prefetch_ahead), i);
+        if (i + 1 < n) stage3(uint16_t(i + 1), i);
         rx_one(pkts[i]);
     }
     rte_pktmbuf_free_bulk(pkts, n);

@@ -31,6 +31,13 @@ class recv_ring {
     /* Copy r into the ring (the caller validated it). */
     void push(const recv_wr &r);
     recv_wqe &front() { return slots_[tail_ & mask_]; }
+    /* Where the k-th WQE after the front is (there may be none: only for
+     * prefetching, never read through unless count() > k). */
+    const recv_wqe *slot_after_front(uint32_t k) const { return &slots_[(tail_ + k) & mask_]; }
+    /* its scatter list, found without reading the WQE */
+    const sge *sgl_after_front(uint32_t k) const {
+        return &sges_[size_t((tail_ + k) & mask_) * max_sge_];
+    }
     void pop() { ++tail_; }
 
   private:
