@@ -528,7 +528,8 @@ int run_loopback(options &o) {
                     "net_ring pair (%s)\n",
                     n_shards, a->port().describe().c_str());
     const double ceiling = ring_ceiling_mpps(a->port(), b->port(), a->port().pool());
-    std::printf(" ceiling: bare net_ring pair, 64 B frames, no stack: %.2f Mpps per CPU-second\n", ceiling);
+    std::printf(" ceiling: bare net_ring pair, 64 B frames, no stack: %.2f Mpps per CPU-second\n",
+                ceiling);
 
     if (std::any_of(o.tests.begin(), o.tests.end(),
                     [](const auto &t) { return t.second == test_kind::bw; }))
@@ -674,10 +675,11 @@ int run_loopback(options &o) {
             /* per CPU-second: what the stacks cost, whatever else the
              * machine ran meanwhile (the bare ring's rate is one too) */
             const double cpu_mpps = r.cpu_seconds > 0 ? double(r.iters) / r.cpu_seconds / 1e6 : 0;
-            std::printf("   per CPU-second: %.2f M msg/s, %.2f Gb/s; %.2f Mpps of payload packets = "
-                        "%.0f%% of the bare ring's %.2f Mpps (%.2f CPU-s in %.2f s)\n",
-                        cpu_mpps, cpu_mpps * double(size) * 8e-3, cpu_mpps * pkts,
-                        100.0 * cpu_mpps * pkts / ceiling, ceiling, r.cpu_seconds, r.seconds);
+            std::printf(
+                "   per CPU-second: %.2f M msg/s, %.2f Gb/s; %.2f Mpps of payload packets = "
+                "%.0f%% of the bare ring's %.2f Mpps (%.2f CPU-s in %.2f s)\n",
+                cpu_mpps, cpu_mpps * double(size) * 8e-3, cpu_mpps * pkts,
+                100.0 * cpu_mpps * pkts / ceiling, ceiling, r.cpu_seconds, r.seconds);
             std::fflush(stdout);
         }
         std::printf("------------------------------------------------------------------------------"
