@@ -404,6 +404,12 @@ static send_wqe *wqe_for_psn(qp *q, uint32_t psn) {
 
 bool req_resend_psn(qp *q, uint32_t psn) {
     if (q->type != qp_type::rc) return false;
+    /* Probes and SACK resends come from timers and the receive path, not
+     * from a scheduler turn that kept room in the TX queue for them: with
+     * the queue full (the port refusing, back-pressure) the frame would be
+     * dropped. A port that busy is no silent tail: send nothing (the
+     * caller counts only what went out; the ACK timeout still guards). */
+    if (q->dev->tx_room() == 0) return false;
     send_wqe *w = wqe_for_psn(q, psn);
     if (!w) return false;
     /* A READ is asked again from this PSN on (a duplicate READ for the

@@ -34,6 +34,22 @@ class stingy_netdev final : public netdev {
     memlink_port *port_;
 };
 
+/* Wraps a memlink port, as a NIC whose send ring stays full while
+ * blocked: it refuses every frame until unblocked. */
+class blocked_netdev final : public netdev {
+  public:
+    explicit blocked_netdev(memlink_port *p) : port_(p) {}
+    uint16_t tx_burst(rte_mbuf **pkts, uint16_t n) override {
+        return blocked ? 0 : port_->tx_burst(pkts, n);
+    }
+    const uint8_t *mac() const override { return port_->mac(); }
+    netdev_caps caps() const override { return port_->caps(); }
+    bool blocked = true;
+
+  private:
+    memlink_port *port_;
+};
+
 class device_poll : public pair_fixture {
   protected:
     /* pool: the device's TX pool (a test's own small one, to empty it) */
@@ -253,6 +269,55 @@ TEST_F(device_poll, timeouts_while_the_retry_waits_for_mbufs_spend_no_retries) {
     close_device(a.ctx);
     a.ctx = nullptr;
     rte_mempool_free(small);
+}
+
+/* Tail-loss probes leave from their timers, outside a scheduler turn that
+ * keeps room in the TX queue: with the port refusing everything and the
+ * queue holding a frame of each of 194 QPs (more than it has room left),
+ * the probes of those QPs fire at once. They must not overflow the queue
+ * (each one it could not hold was dropped, counted in tx_drops: 66 here
+ * before), and once the port takes frames again every WRITE completes. */
+TEST_F(device_poll, probes_never_overflow_a_full_tx_queue) {
+    make_link();
+    blocked_netdev port_a(a.port);
+    open_on(a, &port_a, gid::from_ipv4(0x0a000001), mac_a);
+    open_on(b, b.port, gid::from_ipv4(0x0a000002), mac_b);
+    constexpr size_t n_qps = 256, len = 512;
+    std::vector<qp *> qa, qb;
+    for (size_t i = 0; i < n_qps; ++i) {
+        qa.push_back(make_qp(a));
+        qb.push_back(make_qp(b));
+        connect(a, b, uint32_t(100 * i), uint32_t(100 * i + 50), qa[i], qb[i]);
+        connect(b, a, uint32_t(100 * i + 50), uint32_t(100 * i), qb[i], qa[i]);
+    }
+    std::vector<uint8_t> src(n_qps * len), dst(n_qps * len);
+    mr *ms = reg(a, src.data(), src.size());
+    mr *md = reg(b, dst.data(), dst.size());
+    fill_pattern(src.data(), src.size(), 11);
+    for (size_t i = 0; i < n_qps; ++i)
+        ASSERT_EQ(post_one(a, wr_opcode::rdma_write, src.data() + i * len, len, ms, i,
+                           reinterpret_cast<uint64_t>(dst.data() + i * len), mr_rkey(md),
+                           send_signaled, qa[i]),
+                  verbs_error::ok);
+    a.ctx->poll(); /* every QP's WRITE queued, none taken by the port */
+    ASSERT_GT(a.ctx->counters().tx_stalls, 0u);
+    ASSERT_LT(a.ctx->tx_room(), a.ctx->counters().tx_pkts); /* fewer than the QPs that sent */
+    clk.advance(2 * loss_probe_delay_ns(qa[0]));
+    a.ctx->poll(); /* the probes' timers fire, the queue still full */
+    EXPECT_GT(a.ctx->counters().timer_fires, 0u);
+    EXPECT_EQ(a.ctx->counters().tx_drops, 0u);
+    port_a.blocked = false;
+    auto sw = poll_n(a.scq, n_qps);
+    ASSERT_EQ(sw.size(), n_qps);
+    for (auto &e : sw)
+        EXPECT_EQ(e.status, wc_status::success) << e.wr_id << ": " << wc_status_str(e.status);
+    EXPECT_EQ(src, dst);
+    EXPECT_EQ(a.ctx->counters().tx_drops, 0u);
+    for (qp *q : qa)
+        destroy_qp(q);
+    for (qp *q : qb)
+        destroy_qp(q);
+    a.qp = b.qp = nullptr;
 }
 
 TEST_F(device_poll, poll_is_idle_once_the_work_is_sent) {
