@@ -166,8 +166,8 @@ int parse_args(int argc, char **argv, options &o) {
                             o.counters));
     cl.add(app::number_option("ring", 0, "n",
                               "--loopback: slots of each net_ring direction, a power of two\n"
-                              "(default: as many as a TX pool has mbufs, so the ring never\n"
-                              "refuses a frame; smaller exercises back-pressure)",
+                              "(default 2048, as a NIC's TX ring: beyond it frames wait in\n"
+                              "the device's queue; a TX pool's 8192 lets every mbuf queue)",
                               64, 1 << 20, [&o](long n) { o.ring_slots = unsigned(n); }));
     cl.add({"connection", 'c', "type",
             "connection type: RC (default), UC (send and write tests)\n"
@@ -461,11 +461,16 @@ int run_loopback(options &o) {
     /* With shards every shard sends on its own TX queue into the one ring
      * (multi-producer); the peer's single RX queue is read by its shard 0. */
     const unsigned flags = n_shards > 1 ? RING_F_SC_DEQ : RING_F_SP_ENQ | RING_F_SC_DEQ;
-    /* Each ring holds a whole TX pool, so a full ring never holds frames
-     * back (with 64 QPs and more, 4096 entries did) */
+    /* Each ring has a NIC TX ring's 2048 slots (or the pool, if smaller): a
+     * full ring holds frames back in the device's queue (back-pressure), and
+     * fewer frames in flight keep their mbufs in cache. A ring the size of
+     * the whole pool (8192 slots) let thousands of QPs keep 8191 frames
+     * queued, each one's lines cold by the time the peer read it: 64 B SEND
+     * per CPU-second 1.4-1.7 against 2.4-2.9 M msg/s at 256-4096 QPs
+     * (doc/performance.md). */
     const unsigned pool_mbufs = loopback_pool_mbufs(o);
-    const unsigned ring_size =
-        o.ring_slots ? rte_align32pow2(o.ring_slots) : rte_align32pow2(pool_mbufs + 1);
+    const unsigned ring_size = o.ring_slots ? rte_align32pow2(o.ring_slots)
+                                            : std::min(2048u, rte_align32pow2(pool_mbufs + 1));
     rte_ring *ab = rte_ring_create("uroce_perf_ab", ring_size, int(rte_socket_id()), flags);
     rte_ring *ba = rte_ring_create("uroce_perf_ba", ring_size, int(rte_socket_id()), flags);
     if (!ab || !ba) {
