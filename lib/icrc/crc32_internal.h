@@ -4,6 +4,7 @@
 #ifndef UROCE_ICRC_CRC32_INTERNAL_H
 #define UROCE_ICRC_CRC32_INTERNAL_H
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -34,6 +35,21 @@ uint32_t crc32_update_masked_clmul_vex(uint32_t reg, const uint8_t *p, const uin
 /* Up to 64 bytes in one zmm (no fold), above that the 128-bit short form. */
 uint32_t crc32_update_masked_vclmul512(uint32_t reg, const uint8_t *p, const uint8_t *mask,
                                        size_t n);
+
+/* The ICRC's header call, crc32_update_masked(icrc_seed, p, mask, n) for
+ * 16 <= n <= 256: the engine's masked form with the start register fixed at
+ * the ICRC seed, so that the zmm form takes the seed's share from a table
+ * instead of a multiply. icrc_masked() calls the active path's one directly
+ * (uroce_icrc.cpp is its only caller, on every frame). */
+using icrc_masked_fn = uint32_t (*)(const uint8_t *p, const uint8_t *mask, size_t n);
+extern std::atomic<icrc_masked_fn> g_icrc_masked_fn;
+inline uint32_t icrc_masked(const uint8_t *p, const uint8_t *mask, size_t n) {
+    return g_icrc_masked_fn.load(std::memory_order_relaxed)(p, mask, n);
+}
+uint32_t icrc_masked_scalar(const uint8_t *p, const uint8_t *mask, size_t n);
+uint32_t icrc_masked_clmul_sse(const uint8_t *p, const uint8_t *mask, size_t n);
+uint32_t icrc_masked_clmul_vex(const uint8_t *p, const uint8_t *mask, size_t n);
+uint32_t icrc_masked_vclmul512(const uint8_t *p, const uint8_t *mask, size_t n);
 
 /* AVX usable (CPUID + OS-enabled YMM state). */
 bool cpu_has_avx();

@@ -14,6 +14,7 @@
  * the probe. After that there is no per-call cost (doc/icrc.md, "Dispatch").
  */
 #include <uroce/crc32.h>
+#include <uroce/icrc.h>
 #include "crc32_fold_consts.h"
 #include "crc32_internal.h"
 
@@ -159,6 +160,13 @@ masked_fn masked_fn_of(crc32_path p, unsigned limit) {
                       : crc32_detail::crc32_update_masked_clmul_sse;
 }
 
+/* The ICRC's header call follows the masked update's choice. */
+crc32_detail::icrc_masked_fn icrc_masked_fn_of(crc32_path p, unsigned limit) {
+    if (p == crc32_path::scalar) return crc32_detail::icrc_masked_scalar;
+    if (p == crc32_path::vclmul512 && limit) return crc32_detail::icrc_masked_vclmul512;
+    return caps().avx ? crc32_detail::icrc_masked_clmul_vex : crc32_detail::icrc_masked_clmul_sse;
+}
+
 /* Constant-initialized: valid even before the constructor below runs. */
 std::atomic<crc32_fn> g_fn{crc32_update_scalar};
 std::atomic<masked_fn> g_masked_fn{crc32_detail::crc32_update_masked_scalar};
@@ -173,6 +181,7 @@ void install(crc32_path p, unsigned limit) {
     g_path.store(p, std::memory_order_relaxed);
     g_fn.store(fn_of(p, limit), std::memory_order_relaxed);
     g_masked_fn.store(masked_fn_of(p, limit), std::memory_order_relaxed);
+    crc32_detail::g_icrc_masked_fn.store(icrc_masked_fn_of(p, limit), std::memory_order_relaxed);
     g_copy_fn.store(copy_fn_of(p, limit), std::memory_order_relaxed);
 }
 
@@ -323,6 +332,14 @@ const char *crc32_path_name(crc32_path p) {
 }
 
 namespace crc32_detail {
+
+/* Constant-initialized like the others (defined outside the anonymous
+ * namespace: uroce_icrc.cpp loads it inline). */
+std::atomic<icrc_masked_fn> g_icrc_masked_fn{icrc_masked_scalar};
+
+uint32_t icrc_masked_scalar(const uint8_t *p, const uint8_t *mask, size_t n) {
+    return crc32_update_masked_scalar(icrc_seed, p, mask, n);
+}
 
 bool cpu_has_avx() {
     return caps().avx;
