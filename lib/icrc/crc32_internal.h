@@ -32,7 +32,7 @@ uint32_t crc32_update_masked_clmul_sse(uint32_t reg, const uint8_t *p, const uin
                                        size_t n);
 uint32_t crc32_update_masked_clmul_vex(uint32_t reg, const uint8_t *p, const uint8_t *mask,
                                        size_t n);
-/* Up to 64 bytes in one zmm (no fold), above that the 128-bit short form. */
+/* One to four zmm folded onto the last one, direct 512 -> 64 bit reduction. */
 uint32_t crc32_update_masked_vclmul512(uint32_t reg, const uint8_t *p, const uint8_t *mask,
                                        size_t n);
 
@@ -54,10 +54,10 @@ uint32_t icrc_masked_vclmul512(const uint8_t *p, const uint8_t *mask, size_t n);
 /* AVX usable (CPUID + OS-enabled YMM state). */
 bool cpu_has_avx();
 
-/* The 512-bit engine folds zmm registers from this many bytes; from 65 bytes
- * up to this it calls the 256-bit engine (crossover measured, doc/icrc.md).
- * While DPDK's SIMD limit is unknown the dispatcher sends every call shorter
- * than this to the 256-bit engine, and reads the limit on longer ones. */
+/* While DPDK's SIMD limit is unknown the dispatcher sends every call shorter
+ * than this to the 256-bit engine, and reads the limit on longer ones (the
+ * 512-bit engine itself runs its zmm forms from 16 bytes; doc/icrc.md,
+ * "Dispatch"). */
 #ifndef UROCE_ZMM_MIN
 #define UROCE_ZMM_MIN 256
 #endif
