@@ -206,6 +206,20 @@ UROCE_CLMUL_INLINE __m128i load_m(const IO &io, const uint8_t *p, const uint8_t 
         return v;
 }
 
+/* first_block, with the loads ORed with the mask if Masked. */
+template <bool Masked, class IO>
+UROCE_CLMUL_INLINE __m128i first_block_m(uint32_t reg, const uint8_t *p, const uint8_t *mask,
+                                         unsigned r, __m128i *head, const IO &io) {
+    if constexpr (!Masked) return first_block(reg, p, r, head, io);
+    const __m128i regv = _mm_cvtsi32_si128(static_cast<int>(reg));
+    const __m128i b0 =
+        _mm_xor_si128(load_m<Masked>(io, p, mask, r), _mm_shuffle_epi8(regv, shuf_down(r)));
+    *head =
+        r ? _mm_shuffle_epi8(_mm_xor_si128(load_m<Masked>(io, p, mask, 0), regv), shuf_up(16 - r))
+          : _mm_setzero_si128();
+    return b0;
+}
+
 /* 16 <= n <= 16 * (fold_max_dist + 1) bytes, no loop: every block folds
  * straight to the last block's position, all multiplies independent (the
  * fastest form for short inputs, where latency matters). Block j of the m

@@ -32,6 +32,8 @@ uint32_t crc32_update_masked_clmul_sse(uint32_t reg, const uint8_t *p, const uin
                                        size_t n);
 uint32_t crc32_update_masked_clmul_vex(uint32_t reg, const uint8_t *p, const uint8_t *mask,
                                        size_t n);
+/* The 128-bit short form, or from 96 bytes the 256-bit one. */
+uint32_t crc32_update_masked_vclmul(uint32_t reg, const uint8_t *p, const uint8_t *mask, size_t n);
 /* One to four zmm folded onto the last one, direct 512 -> 64 bit reduction. */
 uint32_t crc32_update_masked_vclmul512(uint32_t reg, const uint8_t *p, const uint8_t *mask,
                                        size_t n);
@@ -49,6 +51,7 @@ inline uint32_t icrc_masked(const uint8_t *p, const uint8_t *mask, size_t n) {
 uint32_t icrc_masked_scalar(const uint8_t *p, const uint8_t *mask, size_t n);
 uint32_t icrc_masked_clmul_sse(const uint8_t *p, const uint8_t *mask, size_t n);
 uint32_t icrc_masked_clmul_vex(const uint8_t *p, const uint8_t *mask, size_t n);
+uint32_t icrc_masked_vclmul(const uint8_t *p, const uint8_t *mask, size_t n);
 uint32_t icrc_masked_vclmul512(const uint8_t *p, const uint8_t *mask, size_t n);
 
 /* AVX usable (CPUID + OS-enabled YMM state). */

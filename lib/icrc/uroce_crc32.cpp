@@ -150,12 +150,14 @@ copy_fn copy_fn_of(crc32_path p, unsigned limit) {
 }
 
 masked_fn masked_fn_of(crc32_path p, unsigned limit) {
-    /* The ICRC's masked calls are at most 256 bytes: the 128-bit short form,
-     * or with zmm up to 64 bytes the one-register form (doc/icrc.md). While
-     * the limit is unknown the zmm form is not used: the probe only sees
-     * crc32_update calls. */
+    /* The ICRC's masked calls are at most 256 bytes: the 128-bit short form
+     * (from 96 bytes the 256-bit one where VPCLMULQDQ is), or with zmm the
+     * direct form (doc/icrc.md). While the limit is unknown the zmm form is
+     * not used: the probe only sees crc32_update calls. */
     if (p == crc32_path::scalar) return crc32_detail::crc32_update_masked_scalar;
     if (p == crc32_path::vclmul512 && limit) return crc32_detail::crc32_update_masked_vclmul512;
+    if (p == crc32_path::vclmul || p == crc32_path::vclmul512)
+        return crc32_detail::crc32_update_masked_vclmul;
     return caps().avx ? crc32_detail::crc32_update_masked_clmul_vex
                       : crc32_detail::crc32_update_masked_clmul_sse;
 }
@@ -164,6 +166,8 @@ masked_fn masked_fn_of(crc32_path p, unsigned limit) {
 crc32_detail::icrc_masked_fn icrc_masked_fn_of(crc32_path p, unsigned limit) {
     if (p == crc32_path::scalar) return crc32_detail::icrc_masked_scalar;
     if (p == crc32_path::vclmul512 && limit) return crc32_detail::icrc_masked_vclmul512;
+    if (p == crc32_path::vclmul || p == crc32_path::vclmul512)
+        return crc32_detail::icrc_masked_vclmul;
     return caps().avx ? crc32_detail::icrc_masked_clmul_vex : crc32_detail::icrc_masked_clmul_sse;
 }
 

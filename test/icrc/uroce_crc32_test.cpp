@@ -253,6 +253,9 @@ TEST(crc32, masked_update_all_engines) {
                     ASSERT_EQ(crc32_detail::crc32_update_masked_clmul_vex(reg, p, m, n), want) << n;
                 }
             }
+            if (crc32_path_supported(crc32_path::vclmul)) {
+                ASSERT_EQ(crc32_detail::crc32_update_masked_vclmul(reg, p, m, n), want) << n;
+            }
             if (crc32_path_supported(crc32_path::vclmul512)) {
                 ASSERT_EQ(crc32_detail::crc32_update_masked_vclmul512(reg, p, m, n), want) << n;
             }
@@ -265,6 +268,9 @@ TEST(crc32, masked_update_all_engines) {
                 if (crc32_detail::cpu_has_avx()) {
                     ASSERT_EQ(crc32_detail::icrc_masked_clmul_vex(p, m, n), want_icrc) << n;
                 }
+            }
+            if (crc32_path_supported(crc32_path::vclmul)) {
+                ASSERT_EQ(crc32_detail::icrc_masked_vclmul(p, m, n), want_icrc) << n;
             }
             if (crc32_path_supported(crc32_path::vclmul512)) {
                 ASSERT_EQ(crc32_detail::icrc_masked_vclmul512(p, m, n), want_icrc) << n;
@@ -297,12 +303,17 @@ TEST(crc32, masked_update_exact_size) {
         const uint32_t got_icrc512 = crc32_path_supported(crc32_path::vclmul512)
                                          ? crc32_detail::icrc_masked_vclmul512(d, m, n)
                                          : want_icrc;
+        const bool ymm = crc32_path_supported(crc32_path::vclmul);
+        const uint32_t got256 = ymm ? crc32_detail::crc32_update_masked_vclmul(reg, d, m, n) : want;
+        const uint32_t got_icrc256 = ymm ? crc32_detail::icrc_masked_vclmul(d, m, n) : want_icrc;
         delete[] d;
         delete[] m;
         ASSERT_EQ(got, want) << n;
         ASSERT_EQ(got512, want) << n;
         ASSERT_EQ(got_icrc, want_icrc) << n;
         ASSERT_EQ(got_icrc512, want_icrc) << n;
+        ASSERT_EQ(got256, want) << n;
+        ASSERT_EQ(got_icrc256, want_icrc) << n;
     }
 }
 
@@ -342,6 +353,12 @@ TEST(crc32, guard_pages) {
                 tmp[i] = p[i] | m[i];
             const uint32_t wantm = crc32_update_scalar(7u, tmp.data(), n);
             ASSERT_EQ(crc32_detail::crc32_update_masked(7u, p, m, n), wantm) << n;
+            if (crc32_path_supported(crc32_path::vclmul)) {
+                ASSERT_EQ(crc32_detail::crc32_update_masked_vclmul(7u, p, m, n), wantm) << n;
+                ASSERT_EQ(crc32_detail::icrc_masked_vclmul(p, m, n),
+                          crc32_update_scalar(icrc_seed, tmp.data(), n))
+                    << n;
+            }
             if (crc32_path_supported(crc32_path::vclmul512)) {
                 ASSERT_EQ(crc32_detail::crc32_update_masked_vclmul512(7u, p, m, n), wantm) << n;
                 ASSERT_EQ(crc32_detail::icrc_masked_vclmul512(p, m, n),
