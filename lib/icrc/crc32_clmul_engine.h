@@ -109,6 +109,25 @@ UROCE_CLMUL_INLINE uint32_t barrett64(__m128i z) {
     return static_cast<uint32_t>(_mm_extract_epi32(z, 1));
 }
 
+/* The same reduction of the 64-bit Z by table look-ups instead of two
+ * multiplies: Z = Zhi x^32 + Zlo (Zhi in the low dword, reflected, Zlo in
+ * the high one), and Zhi x^32 mod P is the register h = Zhi after four zero
+ * bytes, i.e. the slicing-by-4 step on tables[3..0] (the scalar engine's
+ * tables, tables[k][b] = b followed by k zero bytes). On a CPU that starts a
+ * carry-less multiply only every other cycle (doc/icrc.md, "Measured") four
+ * L1 loads are cheaper than the two serial multiplies, and shorter. */
+UROCE_CLMUL_INLINE uint32_t reduce64_tables(__m128i z) {
+    const uint64_t v = static_cast<uint64_t>(_mm_cvtsi128_si64(z));
+    const uint32_t h = static_cast<uint32_t>(v);
+    const auto &t = tables.t;
+    return static_cast<uint32_t>(v >> 32) ^ t[3][h & 0xFFu] ^ t[2][(h >> 8) & 0xFFu] ^
+           t[1][(h >> 16) & 0xFFu] ^ t[0][h >> 24];
+}
+
+#ifndef UROCE_REDUCE64
+#define UROCE_REDUCE64 reduce64_tables
+#endif
+
 /* Final reduction: the 128-bit block T (polynomial R, last block of the
  * message) -> register = R * x^32 mod P.
  * Split R into 32-bit pieces R = H1 x^96 + H0 x^64 + L1 x^32 + L0, so
@@ -128,7 +147,7 @@ UROCE_CLMUL_INLINE uint32_t reduce128(__m128i t) {
     __m128i z = _mm_xor_si128(_mm_clmulepi64_si128(a, k_h1_l1, 0x00),
                               _mm_clmulepi64_si128(a, k_h1_l1, 0x11));
     z = _mm_xor_si128(z, _mm_xor_si128(_mm_clmulepi64_si128(b, k_h0, 0x00), _mm_srli_si128(b, 8)));
-    return barrett64(z);
+    return UROCE_REDUCE64(z);
 }
 
 /* 0..15 bytes. */
@@ -185,6 +204,20 @@ UROCE_CLMUL_INLINE __m128i load_m(const IO &io, const uint8_t *p, const uint8_t 
         return _mm_or_si128(v, loadu128(mask + off));
     else
         return v;
+}
+
+/* first_block, with the loads ORed with the mask if Masked. */
+template <bool Masked, class IO>
+UROCE_CLMUL_INLINE __m128i first_block_m(uint32_t reg, const uint8_t *p, const uint8_t *mask,
+                                         unsigned r, __m128i *head, const IO &io) {
+    if constexpr (!Masked) return first_block(reg, p, r, head, io);
+    const __m128i regv = _mm_cvtsi32_si128(static_cast<int>(reg));
+    const __m128i b0 =
+        _mm_xor_si128(load_m<Masked>(io, p, mask, r), _mm_shuffle_epi8(regv, shuf_down(r)));
+    *head =
+        r ? _mm_shuffle_epi8(_mm_xor_si128(load_m<Masked>(io, p, mask, 0), regv), shuf_up(16 - r))
+          : _mm_setzero_si128();
+    return b0;
 }
 
 /* 16 <= n <= 16 * (fold_max_dist + 1) bytes, no loop: every block folds

@@ -168,16 +168,21 @@ constexpr piece_consts make_piece_consts() {
 
 inline constexpr piece_consts piece_table = make_piece_consts();
 
-/* rev33(x^(8n) mod P), n = 0..64: the start register's share of the result
- * for an n-byte input is the register times x^(8n) (doc/icrc.md, notation). */
-constexpr std::array<uint64_t, 65> make_reg_shift_table() {
-    std::array<uint64_t, 65> t{};
-    for (unsigned n = 0; n <= 64; n++)
+/* The longest input of the 512-bit engine's loop-free direct-reduction form
+ * (four zmm registers, uroce_crc32_vclmul512.cpp). */
+inline constexpr unsigned zmm_direct_max = 256;
+
+/* rev33(x^(8n) mod P), n = 0..zmm_direct_max: the start register's share of
+ * the result for an n-byte input is the register times x^(8n) (doc/icrc.md,
+ * notation). */
+constexpr std::array<uint64_t, zmm_direct_max + 1> make_reg_shift_table() {
+    std::array<uint64_t, zmm_direct_max + 1> t{};
+    for (unsigned n = 0; n <= zmm_direct_max; n++)
         t[n] = rev33_of_mod(xpow_mod(8 * n));
     return t;
 }
 
-inline constexpr std::array<uint64_t, 65> reg_shift_table = make_reg_shift_table();
+inline constexpr std::array<uint64_t, zmm_direct_max + 1> reg_shift_table = make_reg_shift_table();
 
 /* pshufb control bytes for variable byte shifts of a 16-byte register:
  * loading 16 bytes at shuf_table + 16 - s gives "shift up by s bytes"

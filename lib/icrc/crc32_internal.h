@@ -4,6 +4,7 @@
 #ifndef UROCE_ICRC_CRC32_INTERNAL_H
 #define UROCE_ICRC_CRC32_INTERNAL_H
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -31,17 +32,35 @@ uint32_t crc32_update_masked_clmul_sse(uint32_t reg, const uint8_t *p, const uin
                                        size_t n);
 uint32_t crc32_update_masked_clmul_vex(uint32_t reg, const uint8_t *p, const uint8_t *mask,
                                        size_t n);
-/* Up to 64 bytes in one zmm (no fold), above that the 128-bit short form. */
+/* The 128-bit short form, or from 96 bytes the 256-bit one. */
+uint32_t crc32_update_masked_vclmul(uint32_t reg, const uint8_t *p, const uint8_t *mask, size_t n);
+/* One to four zmm folded onto the last one, direct 512 -> 64 bit reduction. */
 uint32_t crc32_update_masked_vclmul512(uint32_t reg, const uint8_t *p, const uint8_t *mask,
                                        size_t n);
+
+/* The ICRC's header call, crc32_update_masked(icrc_seed, p, mask, n) for
+ * 16 <= n <= 256: the engine's masked form with the start register fixed at
+ * the ICRC seed, so that the zmm form takes the seed's share from a table
+ * instead of a multiply. icrc_masked() calls the active path's one directly
+ * (uroce_icrc.cpp is its only caller, on every frame). */
+using icrc_masked_fn = uint32_t (*)(const uint8_t *p, const uint8_t *mask, size_t n);
+extern std::atomic<icrc_masked_fn> g_icrc_masked_fn;
+inline uint32_t icrc_masked(const uint8_t *p, const uint8_t *mask, size_t n) {
+    return g_icrc_masked_fn.load(std::memory_order_relaxed)(p, mask, n);
+}
+uint32_t icrc_masked_scalar(const uint8_t *p, const uint8_t *mask, size_t n);
+uint32_t icrc_masked_clmul_sse(const uint8_t *p, const uint8_t *mask, size_t n);
+uint32_t icrc_masked_clmul_vex(const uint8_t *p, const uint8_t *mask, size_t n);
+uint32_t icrc_masked_vclmul(const uint8_t *p, const uint8_t *mask, size_t n);
+uint32_t icrc_masked_vclmul512(const uint8_t *p, const uint8_t *mask, size_t n);
 
 /* AVX usable (CPUID + OS-enabled YMM state). */
 bool cpu_has_avx();
 
-/* The 512-bit engine folds zmm registers from this many bytes; from 65 bytes
- * up to this it calls the 256-bit engine (crossover measured, doc/icrc.md).
- * While DPDK's SIMD limit is unknown the dispatcher sends every call shorter
- * than this to the 256-bit engine, and reads the limit on longer ones. */
+/* While DPDK's SIMD limit is unknown the dispatcher sends every call shorter
+ * than this to the 256-bit engine, and reads the limit on longer ones (the
+ * 512-bit engine itself runs its zmm forms from 16 bytes; doc/icrc.md,
+ * "Dispatch"). */
 #ifndef UROCE_ZMM_MIN
 #define UROCE_ZMM_MIN 256
 #endif

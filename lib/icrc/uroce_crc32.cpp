@@ -14,6 +14,7 @@
  * the probe. After that there is no per-call cost (doc/icrc.md, "Dispatch").
  */
 #include <uroce/crc32.h>
+#include <uroce/icrc.h>
 #include "crc32_fold_consts.h"
 #include "crc32_internal.h"
 
@@ -149,14 +150,25 @@ copy_fn copy_fn_of(crc32_path p, unsigned limit) {
 }
 
 masked_fn masked_fn_of(crc32_path p, unsigned limit) {
-    /* The ICRC's masked calls are at most 256 bytes: the 128-bit short form,
-     * or with zmm up to 64 bytes the one-register form (doc/icrc.md). While
-     * the limit is unknown the zmm form is not used: the probe only sees
-     * crc32_update calls. */
+    /* The ICRC's masked calls are at most 256 bytes: the 128-bit short form
+     * (from 96 bytes the 256-bit one where VPCLMULQDQ is), or with zmm the
+     * direct form (doc/icrc.md). While the limit is unknown the zmm form is
+     * not used: the probe only sees crc32_update calls. */
     if (p == crc32_path::scalar) return crc32_detail::crc32_update_masked_scalar;
     if (p == crc32_path::vclmul512 && limit) return crc32_detail::crc32_update_masked_vclmul512;
+    if (p == crc32_path::vclmul || p == crc32_path::vclmul512)
+        return crc32_detail::crc32_update_masked_vclmul;
     return caps().avx ? crc32_detail::crc32_update_masked_clmul_vex
                       : crc32_detail::crc32_update_masked_clmul_sse;
+}
+
+/* The ICRC's header call follows the masked update's choice. */
+crc32_detail::icrc_masked_fn icrc_masked_fn_of(crc32_path p, unsigned limit) {
+    if (p == crc32_path::scalar) return crc32_detail::icrc_masked_scalar;
+    if (p == crc32_path::vclmul512 && limit) return crc32_detail::icrc_masked_vclmul512;
+    if (p == crc32_path::vclmul || p == crc32_path::vclmul512)
+        return crc32_detail::icrc_masked_vclmul;
+    return caps().avx ? crc32_detail::icrc_masked_clmul_vex : crc32_detail::icrc_masked_clmul_sse;
 }
 
 /* Constant-initialized: valid even before the constructor below runs. */
@@ -173,6 +185,7 @@ void install(crc32_path p, unsigned limit) {
     g_path.store(p, std::memory_order_relaxed);
     g_fn.store(fn_of(p, limit), std::memory_order_relaxed);
     g_masked_fn.store(masked_fn_of(p, limit), std::memory_order_relaxed);
+    crc32_detail::g_icrc_masked_fn.store(icrc_masked_fn_of(p, limit), std::memory_order_relaxed);
     g_copy_fn.store(copy_fn_of(p, limit), std::memory_order_relaxed);
 }
 
@@ -323,6 +336,14 @@ const char *crc32_path_name(crc32_path p) {
 }
 
 namespace crc32_detail {
+
+/* Constant-initialized like the others (defined outside the anonymous
+ * namespace: uroce_icrc.cpp loads it inline). */
+std::atomic<icrc_masked_fn> g_icrc_masked_fn{icrc_masked_scalar};
+
+uint32_t icrc_masked_scalar(const uint8_t *p, const uint8_t *mask, size_t n) {
+    return crc32_update_masked_scalar(icrc_seed, p, mask, n);
+}
 
 bool cpu_has_avx() {
     return caps().avx;

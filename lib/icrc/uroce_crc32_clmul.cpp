@@ -10,6 +10,7 @@
  * cycle or two (measured, doc/icrc.md).
  */
 #include <uroce/crc32.h>
+#include <uroce/icrc.h>
 #include "crc32_clmul_engine.h"
 #include "crc32_internal.h"
 
@@ -53,6 +54,17 @@ crc32_update_masked_clmul_sse(uint32_t reg, const uint8_t *p, const uint8_t *mas
 __attribute__((target("avx,pclmul"))) uint32_t
 crc32_update_masked_clmul_vex(uint32_t reg, const uint8_t *p, const uint8_t *mask, size_t n) {
     return crc_xmm_short<true>(reg, p, mask, n);
+}
+
+/* The same with the start register fixed at the ICRC seed (icrc_masked). */
+__attribute__((target("pclmul"))) uint32_t icrc_masked_clmul_sse(const uint8_t *p,
+                                                                 const uint8_t *mask, size_t n) {
+    return crc_xmm_short<true>(icrc_seed, p, mask, n);
+}
+
+__attribute__((target("avx,pclmul"))) uint32_t
+icrc_masked_clmul_vex(const uint8_t *p, const uint8_t *mask, size_t n) {
+    return crc_xmm_short<true>(icrc_seed, p, mask, n);
 }
 
 /* The same engine, storing every load to dst as it goes (crc32_copy_update). */

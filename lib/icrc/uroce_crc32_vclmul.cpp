@@ -15,7 +15,9 @@
  * the (distance-descending) fold table -- one 32-byte load.
  */
 #include <uroce/crc32.h>
+#include <uroce/icrc.h>
 #include "crc32_clmul_engine.h"
+#include "crc32_internal.h"
 
 #ifndef UROCE_VCLMUL_ACCS
 #define UROCE_VCLMUL_ACCS 4
@@ -29,6 +31,10 @@
 #ifndef UROCE_VCLMUL_LOOP_MIN
 #define UROCE_VCLMUL_LOOP_MIN 512
 #endif
+#ifndef UROCE_VCLMUL_MASKED_YMM_MIN
+#define UROCE_VCLMUL_MASKED_YMM_MIN 96
+#endif
+static_assert(UROCE_VCLMUL_MASKED_YMM_MIN >= 48, "the 256-bit short form needs 3+ blocks");
 static_assert(UROCE_VCLMUL_YMM_MIN >= 48 &&
                   UROCE_VCLMUL_LOOP_MIN <= 16 * (uroce::crc32_detail::fold_max_dist + 1) &&
                   UROCE_VCLMUL_LOOP_MIN >= 16 * (2 * UROCE_VCLMUL_ACCS + 1),
@@ -50,6 +56,17 @@ template <class IO> UROCE_VCLMUL_INLINE __m256i ld256(const IO &io, const uint8_
     return v;
 }
 
+/* 32 bytes at p + off, ORed with the mask bytes at the same offset if Masked. */
+template <bool Masked, class IO>
+UROCE_VCLMUL_INLINE __m256i load256_m(const IO &io, const uint8_t *p, const uint8_t *mask,
+                                      size_t off) {
+    const __m256i v = ld256(io, p + off);
+    if constexpr (Masked)
+        return _mm256_or_si256(v, loadu256(mask + off));
+    else
+        return v;
+}
+
 UROCE_VCLMUL_INLINE __m256i fold32(__m256i x, __m256i k) {
     return _mm256_xor_si256(_mm256_clmulepi64_epi128(x, k, 0x00),
                             _mm256_clmulepi64_epi128(x, k, 0x11));
@@ -67,23 +84,24 @@ UROCE_VCLMUL_INLINE __m256i fold_k2(unsigned d) {
  * the register never has to be inserted into a ymm (an insert on the critical
  * path cost ~2 ns here); so is block 1 if needed to leave an even count, and
  * the rest go in pairs. */
-template <class IO>
-UROCE_VCLMUL_INLINE uint32_t crc_ymm_short(uint32_t reg, const uint8_t *p, size_t n, const IO &io) {
+template <bool Masked, class IO>
+UROCE_VCLMUL_INLINE uint32_t crc_ymm_short(uint32_t reg, const uint8_t *p, const uint8_t *mask,
+                                           size_t n, const IO &io) {
     const unsigned r = static_cast<unsigned>(n & 15);
     const unsigned m = static_cast<unsigned>(n >> 4); /* 3..fold_max_dist */
-    const uint8_t *q = p + r;
     __m128i head;
-    const __m128i b0 = first_block(reg, p, r, &head, io);
-    __m128i x0 = _mm_xor_si128(ld128(io, q + 16 * (m - 1)), fold16(b0, fold_k(m - 1)));
+    const __m128i b0 = first_block_m<Masked>(reg, p, mask, r, &head, io);
+    __m128i x0 =
+        _mm_xor_si128(load_m<Masked>(io, p, mask, r + 16 * (m - 1)), fold16(b0, fold_k(m - 1)));
     __m128i x1 = r ? fold16(head, fold_k(m)) : _mm_setzero_si128();
     unsigned j = 1;
     if ((m - 2) & 1) {
-        x1 = _mm_xor_si128(x1, fold16(ld128(io, q + 16), fold_k(m - 2)));
+        x1 = _mm_xor_si128(x1, fold16(load_m<Masked>(io, p, mask, r + 16), fold_k(m - 2)));
         j = 2;
     }
     __m256i y0 = _mm256_setzero_si256(), y1 = y0;
     for (; j + 1 < m - 1; j += 2) { /* pair (j, j+1), both before the last block */
-        const __m256i f = fold32(ld256(io, q + 16 * j), fold_k2(m - 1 - j));
+        const __m256i f = fold32(load256_m<Masked>(io, p, mask, r + 16 * j), fold_k2(m - 1 - j));
         if (j & 2)
             y1 = _mm256_xor_si256(y1, f);
         else
@@ -164,7 +182,7 @@ UROCE_VCLMUL_INLINE uint32_t vclmul_body(uint32_t reg, const void *data, size_t 
     const uint8_t *p = static_cast<const uint8_t *>(data);
     if (len < 16) return crc_short(reg, p, len, io);
     if (len < UROCE_VCLMUL_YMM_MIN) return crc_xmm_short<false>(reg, p, nullptr, len, io);
-    if (len < UROCE_VCLMUL_LOOP_MIN) return crc_ymm_short(reg, p, len, io);
+    if (len < UROCE_VCLMUL_LOOP_MIN) return crc_ymm_short<false>(reg, p, nullptr, len, io);
     return crc_ymm<N>(reg, p, len, io);
 }
 
@@ -180,5 +198,25 @@ __attribute__((target("avx2,vpclmulqdq,pclmul"))) uint32_t
 crc32_copy_update_vclmul(uint32_t reg, void *dst, const void *src, size_t len) {
     return crc32_detail::vclmul_body(reg, src, len, crc32_detail::copy_to(dst, src));
 }
+
+namespace crc32_detail {
+
+/* The masked update (16 <= n <= 256): the 128-bit short form below
+ * UROCE_VCLMUL_MASKED_YMM_MIN bytes, the loop-free 256-bit form above it
+ * (pairs of blocks per multiply: 11 multiplies instead of 15 for a 104-byte
+ * frame, on a CPU whose multiplier takes any width at the same rate). */
+__attribute__((target("avx2,vpclmulqdq,pclmul"))) uint32_t
+crc32_update_masked_vclmul(uint32_t reg, const uint8_t *p, const uint8_t *mask, size_t n) {
+    if (n < UROCE_VCLMUL_MASKED_YMM_MIN) return crc_xmm_short<true>(reg, p, mask, n);
+    return crc_ymm_short<true>(reg, p, mask, n, io_crc{});
+}
+
+__attribute__((target("avx2,vpclmulqdq,pclmul"))) uint32_t
+icrc_masked_vclmul(const uint8_t *p, const uint8_t *mask, size_t n) {
+    if (n < UROCE_VCLMUL_MASKED_YMM_MIN) return crc_xmm_short<true>(icrc_seed, p, mask, n);
+    return crc_ymm_short<true>(icrc_seed, p, mask, n, io_crc{});
+}
+
+} // namespace crc32_detail
 
 } // namespace uroce

@@ -15,20 +15,24 @@
  * each folded by 4 * UROCE_ZMM_ACCS blocks per iteration, and merges the two
  * products and the next data with one VPTERNLOGQ.
  *
- * Inputs of 16 to 64 bytes take one zmm and a direct 512 -> 64 bit
- * reduction (crc_zmm_upto64, also the ICRC's masked form for headers). From
- * 65 bytes up to crc32_zmm_min they go to the 256-bit engine (a direct tail
- * call): there the cost is latency, and zmm folding gains nothing (measured,
- * doc/icrc.md).
+ * Inputs of 16 to 256 bytes take one to four zmm folded onto the last one
+ * and a direct 512 -> 64 bit reduction (zmm_direct + pieces512), also the
+ * ICRC's masked header form (icrc_masked_vclmul512, with the seed's share
+ * from a table). Below 16 bytes the 256-bit engine's short form (a direct
+ * tail call). The 64 -> 32 bit step is a table look-up (reduce64_tables,
+ * doc/icrc.md "Final reduction").
  */
 /* GCC 12's AVX-512 intrinsics build their "undefined" pass-through operands
- * from self-initialised variables, which -Wmaybe-uninitialized flags once
- * inlined (GCC bug 105593); it must be off before <immintrin.h> comes in. */
+ * from self-initialised variables, which -Wmaybe-uninitialized (and, in some
+ * inlining contexts, -Wuninitialized) flags once inlined (GCC bug 105593);
+ * both must be off before <immintrin.h> comes in. */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
 #include <uroce/crc32.h>
+#include <uroce/icrc.h>
 #include "crc32_clmul_engine.h"
 #include "crc32_internal.h"
 
@@ -39,6 +43,16 @@
 #ifndef UROCE_ZMM_LOOP_MIN
 #define UROCE_ZMM_LOOP_MIN 1024
 #endif
+#ifndef UROCE_ZMM_REDUCE64
+#define UROCE_ZMM_REDUCE64 reduce64_tables
+#endif
+/* Up to this many bytes the loop-free direct form (zmm_direct). */
+#ifndef UROCE_ZMM_DIRECT_MAX
+#define UROCE_ZMM_DIRECT_MAX 256
+#endif
+static_assert(UROCE_ZMM_DIRECT_MAX >= 64 &&
+                  UROCE_ZMM_DIRECT_MAX <= uroce::crc32_detail::zmm_direct_max,
+              "bad zmm direct-form limit");
 static_assert(8 * UROCE_ZMM_ACCS - 1 <= uroce::crc32_detail::fold_max_dist,
               "the final fold of the zmm loop needs distances up to 8 * UROCE_ZMM_ACCS - 1");
 static_assert(UROCE_ZMM_LOOP_MIN >= 16 * (4 * UROCE_ZMM_ACCS + 1) &&
@@ -100,10 +114,14 @@ UROCE_ZMM_INLINE __m512i fold64_into(__m512i acc, __m512i x, __m512i k) {
     return xor3(acc, _mm512_clmulepi64_epi128(x, k, 0x00), _mm512_clmulepi64_epi128(x, k, 0x11));
 }
 
-/* XOR of the four 128-bit lanes. */
+/* XOR of the four 128-bit lanes: the three upper lanes extracted side by
+ * side (independent) and XORed in two steps, rather than 512 -> 256 -> 128
+ * (two extracts in series): one cross-lane latency on the critical path
+ * instead of two (0.3-0.5 ns per header ICRC on the Zen 5, doc/icrc.md). */
 UROCE_ZMM_INLINE __m128i xor_lanes(__m512i z) {
-    const __m256i y = _mm256_xor_si256(_mm512_castsi512_si256(z), _mm512_extracti64x4_epi64(z, 1));
-    return _mm_xor_si128(_mm256_castsi256_si128(y), _mm256_extracti128_si256(y, 1));
+    return _mm_ternarylogic_epi64(
+        _mm_xor_si128(_mm512_castsi512_si128(z), _mm512_extracti32x4_epi32(z, 1)),
+        _mm512_extracti32x4_epi32(z, 2), _mm512_extracti32x4_epi32(z, 3), 0x96);
 }
 
 /* Folds the c consecutive blocks at q, block j sitting d0 - j blocks before
@@ -151,26 +169,12 @@ UROCE_ZMM_INLINE __m128i append_tail(const IO &io, __m128i t128, const uint8_t *
     return _mm_xor_si128(block, fold16(head, fold_k(1)));
 }
 
-/* 16 <= n <= 64 bytes in one zmm, placed at its top by a masked load (the
- * n bytes end where the register ends; leading zeros are free). No fold and
- * no 128-bit stage: each 32-bit piece of each lane is multiplied by its own
+/* The 64 bytes of z, its last byte the last byte of the message, to a
+ * 64-bit Z congruent to their share of the register (reduce128's Z). No
+ * 128-bit stage: each 32-bit piece of each lane is multiplied by its own
  * constant straight to 64 bits (piece_table, 4 multiplies for all 16
- * pieces), the start register by x^(8n) mod P (one more, independent of the
- * data), then the lanes are XORed and one Barrett step gives the register.
- * A masked-out byte is neither read nor able to fault, so the load may start
- * before p (no memory outside [p, p+n) is touched). If Masked, each byte is
- * ORed with its mask byte (crc32_update_masked). */
-template <bool Masked, class IO = io_crc>
-UROCE_ZMM_INLINE uint32_t crc_zmm_upto64(uint32_t reg, const uint8_t *p, const uint8_t *mask,
-                                         size_t n, const IO &io = {}) {
-    const __mmask64 top = ~uint64_t(0) << (64 - n);
-    const auto from = [n](const uint8_t *x) {
-        return reinterpret_cast<const uint8_t *>(reinterpret_cast<uintptr_t>(x) - (64 - n));
-    };
-    __m512i z = _mm512_maskz_loadu_epi8(top, from(p));
-    /* The same mask on the store: bytes outside [dst, dst+n) are not written. */
-    if constexpr (IO::copy) _mm512_mask_storeu_epi8(io.template at<void>(from(p)), top, z);
-    if constexpr (Masked) z = _mm512_or_si512(z, _mm512_maskz_loadu_epi8(top, from(mask)));
+ * pieces), then the lanes are XORed. */
+UROCE_ZMM_INLINE __m128i pieces512(__m512i z) {
     const __m512i even = _mm512_maskz_mov_epi32(0x5555, z); /* pieces 0 and 2 of each lane */
     const __m512i odd = _mm512_srli_epi64(z, 32);           /* pieces 1 and 3 */
     const __m512i ka = _mm512_load_si512(piece_table.a);
@@ -178,11 +182,84 @@ UROCE_ZMM_INLINE uint32_t crc_zmm_upto64(uint32_t reg, const uint8_t *p, const u
     const __m512i s =
         xor3(_mm512_clmulepi64_epi128(even, ka, 0x00), _mm512_clmulepi64_epi128(even, ka, 0x11),
              _mm512_clmulepi64_epi128(odd, kb, 0x00));
+    return xor_lanes(_mm512_xor_si512(s, _mm512_clmulepi64_epi128(odd, kb, 0x11)));
+}
+
+/* The register after an n-byte message (n <= zmm_direct_max) started from
+ * reg, whose last 64 bytes are folded into z: the start register's share is
+ * reg x^(8n) mod P, one more multiply (by reg_shift_table[n]) that does not
+ * wait for the data, added to Z before the final reduction. */
+UROCE_ZMM_INLINE uint32_t reduce512(__m512i z, uint32_t reg, size_t n) {
     const __m128i r = _mm_clmulepi64_si128(
         _mm_cvtsi32_si128(static_cast<int>(reg)),
         _mm_loadl_epi64(reinterpret_cast<const __m128i *>(&reg_shift_table[n])), 0x00);
-    return barrett64(
-        _mm_xor_si128(r, xor_lanes(_mm512_xor_si512(s, _mm512_clmulepi64_epi128(odd, kb, 0x11)))));
+    return UROCE_ZMM_REDUCE64(_mm_xor_si128(r, pieces512(z)));
+}
+
+/* icrc_seed after n zero bytes, n = 0..zmm_direct_max: the ICRC seed's share
+ * of the register after an n-byte masked header call (the reduction is
+ * linear, so it is XORed in after it: no multiply at all). */
+constexpr std::array<uint32_t, zmm_direct_max + 1> make_icrc_seed_shift() {
+    std::array<uint32_t, zmm_direct_max + 1> t{};
+    uint32_t reg = icrc_seed;
+    for (unsigned n = 0; n <= zmm_direct_max; n++) {
+        t[n] = reg;
+        for (int b = 0; b < 8; b++)
+            reg = (reg >> 1) ^ ((reg & 1u) ? poly_reflected : 0u);
+    }
+    return t;
+}
+
+alignas(64) constexpr std::array<uint32_t, zmm_direct_max + 1> icrc_seed_shift =
+    make_icrc_seed_shift();
+
+/* 64 bytes at p + off, ORed with the mask bytes at the same offset if Masked. */
+template <bool Masked, class IO>
+UROCE_ZMM_INLINE __m512i load512_m(const IO &io, const uint8_t *p, const uint8_t *mask,
+                                   ptrdiff_t off) {
+    static_assert(!(Masked && IO::copy), "a masked load is never copied");
+    const __m512i v = ld512(io, p + off);
+    if constexpr (Masked)
+        return _mm512_or_si512(v, loadu512(mask + off));
+    else
+        return v;
+}
+
+/* 16 <= n <= zmm_direct_max bytes in k = ceil(n / 64) zmm registers (1..4),
+ * no loop and no 128-bit stage; returns them folded into one (then
+ * reduce512). The registers are cut from the END: the last one holds the
+ * last 64 bytes, the first one the n - 64 (k - 1) leading bytes at its top,
+ * placed there by a byte-masked load that starts before p (the masked-out
+ * bytes are neither read nor able to fault, so no memory outside [p, p+n)
+ * is touched; leading zeros are free). Each earlier register folds straight
+ * onto the last one: all its lanes move by the same 4 (k - 1 - i) blocks,
+ * one broadcast constant and two independent multiplies. If Masked, each
+ * byte is ORed with its mask byte (crc32_update_masked; the mask is read at
+ * the same offsets). */
+template <bool Masked, class IO = io_crc>
+UROCE_ZMM_INLINE __m512i zmm_direct(const uint8_t *p, const uint8_t *mask, size_t n,
+                                    const IO &io = {}) {
+    const unsigned k = static_cast<unsigned>((n + 63) >> 6);
+    const ptrdiff_t lead = static_cast<ptrdiff_t>(64 * k - n); /* 0..63 */
+    const __mmask64 top = ~uint64_t(0) << lead;
+    /* The first register starts lead bytes before p (as an address: there
+     * may be no object there). */
+    const auto before = [lead](const uint8_t *x) {
+        return reinterpret_cast<const uint8_t *>(reinterpret_cast<uintptr_t>(x) - uintptr_t(lead));
+    };
+    __m512i first = _mm512_maskz_loadu_epi8(top, before(p));
+    /* The same mask on the store: bytes outside [dst, dst+n) are not written. */
+    if constexpr (IO::copy) _mm512_mask_storeu_epi8(io.template at<void>(before(p)), top, first);
+    if constexpr (Masked)
+        first = _mm512_or_si512(first, _mm512_maskz_loadu_epi8(top, before(mask)));
+    if (k == 1) return first;
+    const ptrdiff_t last = static_cast<ptrdiff_t>(n) - 64;
+    __m512i acc = fold64_into(load512_m<Masked>(io, p, mask, last), first,
+                              _mm512_broadcast_i32x4(fold_k(4 * (k - 1))));
+    for (unsigned i = 1; i + 1 < k; i++)
+        acc = fold64_into(acc, load512_m<Masked>(io, p, mask, 64 * i - lead),
+                          _mm512_broadcast_i32x4(fold_k(4 * (k - 1 - i))));
+    return acc;
 }
 
 /* 6 * 16 <= n < 16 * (fold_max_dist + 1) bytes, no loop: every block folds
@@ -260,8 +337,11 @@ namespace crc32_detail {
 
 UROCE_ZMM_TARGET uint32_t crc32_update_masked_vclmul512(uint32_t reg, const uint8_t *p,
                                                         const uint8_t *mask, size_t n) {
-    if (n <= 64) return crc_zmm_upto64<true>(reg, p, mask, n);
-    return crc_xmm_short<true>(reg, p, mask, n);
+    return reduce512(zmm_direct<true>(p, mask, n), reg, n);
+}
+
+UROCE_ZMM_TARGET uint32_t icrc_masked_vclmul512(const uint8_t *p, const uint8_t *mask, size_t n) {
+    return UROCE_ZMM_REDUCE64(pieces512(zmm_direct<true>(p, mask, n))) ^ icrc_seed_shift[n];
 }
 
 } // namespace crc32_detail
@@ -270,7 +350,9 @@ UROCE_ZMM_TARGET uint32_t crc32_update_vclmul512(uint32_t reg, const void *data,
     using namespace crc32_detail;
     const uint8_t *p = static_cast<const uint8_t *>(data);
     const io_crc io;
-    if (len >= 16 && len <= 64) return crc_zmm_upto64<false>(reg, p, nullptr, len, io);
+    if (len < 16) return crc32_update_vclmul(reg, data, len);
+    if (len <= UROCE_ZMM_DIRECT_MAX)
+        return reduce512(zmm_direct<false>(p, nullptr, len, io), reg, len);
     if (len < crc32_zmm_min) return crc32_update_vclmul(reg, data, len);
     if (len < UROCE_ZMM_LOOP_MIN) return crc_zmm_short(reg, p, len, io);
     return crc_zmm<UROCE_ZMM_ACCS>(reg, p, len, io);
@@ -283,7 +365,9 @@ UROCE_ZMM_TARGET uint32_t crc32_copy_update_vclmul512(uint32_t reg, void *dst, c
     using namespace crc32_detail;
     const uint8_t *p = static_cast<const uint8_t *>(src);
     const io_copy io = copy_to(dst, src);
-    if (len >= 16 && len <= 64) return crc_zmm_upto64<false>(reg, p, nullptr, len, io);
+    if (len < 16) return crc32_copy_update_vclmul(reg, dst, src, len);
+    if (len <= UROCE_ZMM_DIRECT_MAX)
+        return reduce512(zmm_direct<false>(p, nullptr, len, io), reg, len);
     if (len < crc32_zmm_min) return crc32_copy_update_vclmul(reg, dst, src, len);
     if (len < UROCE_ZMM_LOOP_MIN) return crc_zmm_short(reg, p, len, io);
     return crc_zmm<UROCE_ZMM_ACCS>(reg, p, len, io);

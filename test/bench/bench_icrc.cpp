@@ -247,6 +247,18 @@ std::vector<icrc_case> make_icrc_cases() {
     std::vector<uint8_t> big(20 + 8 + 12 + 16 + 1024, 0x3d);
     big[0] = 0x45;
     v.push_back({"ipv4_write_1080B", big});
+    /* The frames of a 64 B / 128 B SEND (IPv4 + UDP + BTH + payload, the
+     * ICRC uroce-perf's small-message runs spend most on) and of a 64 B SEND
+     * over IPv6. */
+    for (size_t payload : {64u, 128u}) {
+        std::vector<uint8_t> send = v[0].pkt;
+        send.resize(20 + 8 + 12 + payload, 0x6b);
+        send[3] = static_cast<uint8_t>(send.size() + 4);
+        v.push_back({payload == 64 ? "ipv4_send_104B" : "ipv4_send_168B", send});
+    }
+    std::vector<uint8_t> send6(40 + 8 + 12 + 64, 0x2e);
+    send6[0] = 0x60;
+    v.push_back({"ipv6_send_124B", send6});
     return v;
 }
 

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include <uroce/crc32.h>
+#include "crc32_internal.h"
 
 /* DPDK 22.11 <rte_vect.h>: experimental, and without extern "C". */
 extern "C" uint16_t rte_vect_get_max_simd_bitwidth(void);
@@ -36,6 +37,12 @@ crc32_path g_active_before_eal = crc32_path::scalar;
 unsigned g_limit_before_eal = ~0u;
 bool g_eal_up = false;
 const char *g_forced_bits = nullptr; /* the BITS argument, if any */
+
+/* Whether the ICRC's header call (crc32_detail::icrc_masked) goes to the
+ * zmm engine: it must follow the limit like crc32_update. */
+bool icrc_header_uses_zmm() {
+    return crc32_detail::g_icrc_masked_fn.load() == &crc32_detail::icrc_masked_vclmul512;
+}
 
 bool cpu_has_zmm_path() {
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
@@ -91,6 +98,7 @@ TEST_F(simd_limit, honoured_after_eal) {
         << "limit " << limit;
     EXPECT_EQ(crc32_path_supported(crc32_path::vclmul512), allowed);
     EXPECT_EQ(crc32_best_path(), allowed ? crc32_path::vclmul512 : crc32_path::vclmul);
+    EXPECT_EQ(icrc_header_uses_zmm(), allowed) << "limit " << limit;
     const crc32_path saved = crc32_active_path();
     EXPECT_EQ(crc32_set_path(crc32_path::vclmul512), allowed);
     ASSERT_TRUE(crc32_set_path(saved));
@@ -117,9 +125,11 @@ TEST_F(simd_limit, refresh_after_runtime_change) {
     EXPECT_EQ(crc32_refresh_path(), crc32_path::vclmul);
     EXPECT_EQ(crc32_active_path(), crc32_path::vclmul);
     EXPECT_FALSE(crc32_path_supported(crc32_path::vclmul512));
+    EXPECT_FALSE(icrc_header_uses_zmm());
     long_call_matches_zlib();
     ASSERT_EQ(rte_vect_set_max_simd_bitwidth(512), 0);
     EXPECT_EQ(crc32_refresh_path(), crc32_path::vclmul512);
+    EXPECT_TRUE(icrc_header_uses_zmm());
     long_call_matches_zlib();
     ASSERT_EQ(rte_vect_set_max_simd_bitwidth(static_cast<uint16_t>(limit)), 0);
     ASSERT_TRUE(crc32_set_path(saved));

@@ -17,9 +17,11 @@
 #include <string>
 #include <vector>
 
+#include "crc32_clmul_engine.h"
 #include "crc32_fold_consts.h"
 #include "crc32_internal.h"
 #include <uroce/crc32.h>
+#include <uroce/icrc.h>
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -251,8 +253,27 @@ TEST(crc32, masked_update_all_engines) {
                     ASSERT_EQ(crc32_detail::crc32_update_masked_clmul_vex(reg, p, m, n), want) << n;
                 }
             }
+            if (crc32_path_supported(crc32_path::vclmul)) {
+                ASSERT_EQ(crc32_detail::crc32_update_masked_vclmul(reg, p, m, n), want) << n;
+            }
             if (crc32_path_supported(crc32_path::vclmul512)) {
                 ASSERT_EQ(crc32_detail::crc32_update_masked_vclmul512(reg, p, m, n), want) << n;
+            }
+            /* The ICRC's entries: the same with the register fixed at the seed. */
+            const uint32_t want_icrc = ~zlib_crc(~icrc_seed, tmp.data(), n);
+            ASSERT_EQ(crc32_detail::icrc_masked_scalar(p, m, n), want_icrc) << n;
+            ASSERT_EQ(crc32_detail::icrc_masked(p, m, n), want_icrc) << n;
+            if (crc32_path_supported(crc32_path::clmul)) {
+                ASSERT_EQ(crc32_detail::icrc_masked_clmul_sse(p, m, n), want_icrc) << n;
+                if (crc32_detail::cpu_has_avx()) {
+                    ASSERT_EQ(crc32_detail::icrc_masked_clmul_vex(p, m, n), want_icrc) << n;
+                }
+            }
+            if (crc32_path_supported(crc32_path::vclmul)) {
+                ASSERT_EQ(crc32_detail::icrc_masked_vclmul(p, m, n), want_icrc) << n;
+            }
+            if (crc32_path_supported(crc32_path::vclmul512)) {
+                ASSERT_EQ(crc32_detail::icrc_masked_vclmul512(p, m, n), want_icrc) << n;
             }
         }
     }
@@ -277,10 +298,22 @@ TEST(crc32, masked_update_exact_size) {
         const uint32_t got512 = crc32_path_supported(crc32_path::vclmul512)
                                     ? crc32_detail::crc32_update_masked_vclmul512(reg, d, m, n)
                                     : want;
+        const uint32_t want_icrc = ~zlib_crc(~icrc_seed, tmp.data(), n);
+        const uint32_t got_icrc = crc32_detail::icrc_masked(d, m, n);
+        const uint32_t got_icrc512 = crc32_path_supported(crc32_path::vclmul512)
+                                         ? crc32_detail::icrc_masked_vclmul512(d, m, n)
+                                         : want_icrc;
+        const bool ymm = crc32_path_supported(crc32_path::vclmul);
+        const uint32_t got256 = ymm ? crc32_detail::crc32_update_masked_vclmul(reg, d, m, n) : want;
+        const uint32_t got_icrc256 = ymm ? crc32_detail::icrc_masked_vclmul(d, m, n) : want_icrc;
         delete[] d;
         delete[] m;
         ASSERT_EQ(got, want) << n;
         ASSERT_EQ(got512, want) << n;
+        ASSERT_EQ(got_icrc, want_icrc) << n;
+        ASSERT_EQ(got_icrc512, want_icrc) << n;
+        ASSERT_EQ(got256, want) << n;
+        ASSERT_EQ(got_icrc256, want_icrc) << n;
     }
 }
 
@@ -320,8 +353,17 @@ TEST(crc32, guard_pages) {
                 tmp[i] = p[i] | m[i];
             const uint32_t wantm = crc32_update_scalar(7u, tmp.data(), n);
             ASSERT_EQ(crc32_detail::crc32_update_masked(7u, p, m, n), wantm) << n;
+            if (crc32_path_supported(crc32_path::vclmul)) {
+                ASSERT_EQ(crc32_detail::crc32_update_masked_vclmul(7u, p, m, n), wantm) << n;
+                ASSERT_EQ(crc32_detail::icrc_masked_vclmul(p, m, n),
+                          crc32_update_scalar(icrc_seed, tmp.data(), n))
+                    << n;
+            }
             if (crc32_path_supported(crc32_path::vclmul512)) {
                 ASSERT_EQ(crc32_detail::crc32_update_masked_vclmul512(7u, p, m, n), wantm) << n;
+                ASSERT_EQ(crc32_detail::icrc_masked_vclmul512(p, m, n),
+                          crc32_update_scalar(icrc_seed, tmp.data(), n))
+                    << n;
             }
         }
     }
@@ -380,7 +422,7 @@ TEST(crc32_constants, fold_table_matches_zero_byte_crc) {
         EXPECT_EQ(piece_table.a[l].hi, uint64_t(xpow8k_reflected(16 * d + 8)) << 1) << l;
         EXPECT_EQ(piece_table.b[l].hi, uint64_t(xpow8k_reflected(16 * d + 4)) << 1) << l;
     }
-    for (unsigned n = 0; n <= 64; n++)
+    for (unsigned n = 0; n <= zmm_direct_max; n++)
         EXPECT_EQ(reg_shift_table[n], uint64_t(xpow8k_reflected(n)) << 1) << n;
     EXPECT_EQ(k_x128, uint64_t(xpow8k_reflected(16)) << 1);
     EXPECT_EQ(k_x96, uint64_t(xpow8k_reflected(12)) << 1);
@@ -389,6 +431,30 @@ TEST(crc32_constants, fold_table_matches_zero_byte_crc) {
     EXPECT_EQ(k_poly, (uint64_t(0xEDB88320u) << 1) | 1u);
     /* rev33(floor(x^64/P)): the well-known reflected Barrett constant. */
     EXPECT_EQ(k_mu, 0x1F7011641ull);
+}
+
+/* The two 64 -> 32 bit final reductions (Barrett by two multiplies, and the
+ * slicing-by-4 table step the engines use) agree on random 64-bit values
+ * and on every single bit. */
+__attribute__((target("pclmul,sse4.1"))) uint32_t barrett_of(uint64_t z) {
+    return crc32_detail::barrett64(_mm_cvtsi64_si128(static_cast<long long>(z)));
+}
+__attribute__((target("pclmul,sse4.1"))) uint32_t tables_of(uint64_t z) {
+    return crc32_detail::reduce64_tables(_mm_cvtsi64_si128(static_cast<long long>(z)));
+}
+
+TEST(crc32_constants, final_reductions_agree) {
+    if (!crc32_path_supported(crc32_path::clmul)) GTEST_SKIP() << "CPU lacks pclmulqdq";
+    std::mt19937_64 rng(64);
+    for (int i = 0; i < 100000; i++) {
+        const uint64_t z = rng();
+        ASSERT_EQ(tables_of(z), barrett_of(z)) << std::hex << z;
+    }
+    for (unsigned b = 0; b < 64; b++)
+        ASSERT_EQ(tables_of(uint64_t(1) << b), barrett_of(uint64_t(1) << b)) << b;
+    /* Z = x^(63-b) for bit b: the register is x^(63-b) mod P (reflected). */
+    for (unsigned b = 32; b < 64; b++)
+        ASSERT_EQ(tables_of(uint64_t(1) << b), 1u << (b - 32)) << b;
 }
 
 TEST(crc32_dispatch, names_and_support) {
