@@ -63,13 +63,20 @@ class stack {
     ~stack();
 
     /* One iteration of the run-to-completion loop (of shard 0, which owns
-     * the neighbours, when there are several). */
+     * the neighbours, when there are several).
+     * Send first, then receive: what the app posted since the last
+     * iteration (send_lat's answer to the request it just took from the
+     * CQ) leaves at once, not after an RX burst and its processing. The
+     * ACKs for what an RX burst brings still leave at its end
+     * (device::rx_burst). Measured: doc/performance.md, "2 B send_lat
+     * over memif". */
     unsigned poll() {
         if (group_) return ethdev_shard_poll(*shards_[0].sh, *port_);
+        const unsigned sent = eng_->poll();
         rte_mbuf *pkts[engine::burst];
         uint16_t n = port_->rx_burst(0, pkts, engine::burst);
         eng_->rx_burst(pkts, n);
-        return n + eng_->poll();
+        return n + sent;
     }
     /* One iteration of shard i's loop; only from the lcore that runs shard i
      * (shard 0: the thread that calls poll()). */

@@ -59,7 +59,10 @@ class device {
     void rx_burst(rte_mbuf **pkts, uint16_t n);
     /* Returns the number of packets built plus frames handed to the driver
      * (0 when idle). */
-    unsigned poll();
+    unsigned poll() { return poll(clock_->now_ns()); }
+    /* The same, at `now` read from this device's clock by the caller (the
+     * engine reads it once per poll for its neighbours and the device). */
+    unsigned poll(uint64_t now);
 
     /* ---- introspection */
     const dev_counters &counters() const { return cnt_; }

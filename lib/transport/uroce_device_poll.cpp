@@ -96,8 +96,8 @@ unsigned device::run_scheduled() {
 
 /* Timers first (a retransmit or RNR timer schedules its QP), then what the
  * port refused last time, then the QPs, then whatever is left queued. */
-unsigned device::poll() {
-    timers_.advance(clock_->now_ns());
+unsigned device::poll(uint64_t now) {
+    timers_.advance(now);
     unsigned n = tx_n_ ? tx_flush() : 0; /* what the port refused last time goes first */
     n += run_scheduled();
     return n + tx_flush();

@@ -23,6 +23,7 @@
 
 #include "uroce_app_options.h"
 #include "uroce_app_stack.h"
+#include <uroce/opcode.h>
 #include "rc_connect.h"
 
 namespace uroce::app {
@@ -251,6 +252,68 @@ TEST_F(shard_stacks, the_stack_runs_shard_1_on_lcore_1) {
     destroy_side(y);
     a.reset();
     EXPECT_NE(rte_eal_get_lcore_state(worker), RUNNING);
+}
+
+/* stack::poll sends before it receives: a SEND the app posted leaves
+ * ahead of the ACK for the peer's SEND that the same poll receives (with
+ * receive first it would wait behind that burst; doc/performance.md, "2 B
+ * send_lat over memif"). Both messages then complete. */
+TEST_F(shard_stacks, a_poll_sends_what_was_posted_before_it_receives) {
+    make(1, false);
+    auto mac_b = resolve(*a, ip_b), mac_a = resolve(*b, ip_a);
+    ASSERT_TRUE(mac_a && mac_b);
+    side x, y;
+    make_side(x, a->ctx());
+    make_side(y, b->ctx());
+    connect(x, y, *a, ip_b, *mac_b);
+    connect(y, x, *b, ip_a, *mac_a);
+    auto post = [](side &s, bool recv) {
+        sge g{uint64_t(uintptr_t(s.buf.data() + (recv ? 4096 : 0))), 64, mr_lkey(s.m)};
+        if (recv) {
+            recv_wr wr;
+            wr.sg_list = &g;
+            wr.num_sge = 1;
+            recv_wr *bad;
+            return post_recv(s.q, &wr, &bad);
+        }
+        send_wr wr;
+        wr.sg_list = &g;
+        wr.num_sge = 1;
+        wr.opcode = wr_opcode::send;
+        wr.send_flags = send_signaled;
+        send_wr *bad;
+        return post_send(s.q, &wr, &bad);
+    };
+    ASSERT_EQ(post(x, true), verbs_error::ok);
+    ASSERT_EQ(post(y, true), verbs_error::ok);
+    ASSERT_EQ(post(y, false), verbs_error::ok);
+    b->poll(); /* B's SEND is on its way to A */
+    ASSERT_EQ(rte_ring_count(ba), 1u);
+    ASSERT_EQ(post(x, false), verbs_error::ok);
+    a->poll(); /* A's SEND out, then B's SEND in (and its ACK out) */
+    rte_mbuf *out[4];
+    ASSERT_EQ(rte_ring_dequeue_burst(ab, reinterpret_cast<void **>(out), 4, nullptr), 2u);
+    /* IPv4 without VLAN: the BTH's opcode follows Ethernet, IPv4 and UDP */
+    constexpr size_t opcode_off = sizeof(eth_hdr) + sizeof(ipv4_hdr) + sizeof(udp_hdr);
+    EXPECT_EQ(rte_pktmbuf_mtod(out[0], const uint8_t *)[opcode_off],
+              to_u8(ib_opcode::rc_send_only));
+    EXPECT_EQ(rte_pktmbuf_mtod(out[1], const uint8_t *)[opcode_off],
+              to_u8(ib_opcode::rc_acknowledge));
+    ASSERT_EQ(rte_ring_enqueue_burst(ab, reinterpret_cast<void **>(out), 2, nullptr), 2u);
+    for (side *s : {&x, &y}) {
+        unsigned got = 0;
+        wc w[4];
+        for (int i = 0; i < 100000 && got < 2; i++) {
+            pump();
+            const int n = poll_cq(s->c, 4, w);
+            for (int k = 0; k < n; k++)
+                EXPECT_EQ(w[k].status, wc_status::success) << wc_status_str(w[k].status);
+            got += unsigned(n);
+        }
+        EXPECT_EQ(got, 2u) << "a SEND and a receive on each side";
+    }
+    destroy_side(x);
+    destroy_side(y);
 }
 
 TEST(stack_create, shard_limits) {
