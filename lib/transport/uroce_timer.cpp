@@ -66,6 +66,7 @@ void timer_wheel::cancel(timer_node &t) {
 
 unsigned timer_wheel::advance(uint64_t now_ns) {
     uint64_t now_tick = now_ns >> tick_shift;
+    prev_tick_ = cur_tick_;
     if (now_tick <= cur_tick_ || armed_ == 0) {
         if (now_tick > cur_tick_) cur_tick_ = now_tick;
         return 0;

@@ -30,13 +30,18 @@ class timer_wheel {
     timer_wheel(const timer_wheel &) = delete;
     timer_wheel &operator=(const timer_wheel &) = delete;
 
-    void start(uint64_t now_ns) { cur_tick_ = now_ns >> tick_shift; }
+    void start(uint64_t now_ns) { cur_tick_ = prev_tick_ = now_ns >> tick_shift; }
     /* (Re)arm t to fire no earlier than now + delay_ns. */
     void arm(timer_node &t, uint64_t now_ns, uint64_t delay_ns);
     void cancel(timer_node &t);
     /* Fire every timer due at now_ns; returns how many fired. */
     unsigned advance(uint64_t now_ns);
     unsigned armed_count() const { return armed_; }
+    /* The time (ns, at tick resolution) of the advance before the one
+     * running now, or of the last one outside advance: when the device
+     * last looked at its clock, so a timer that fires can tell how long
+     * nothing was polled before it (uroce_loss.cpp). */
+    uint64_t prev_advance_ns() const { return prev_tick_ << tick_shift; }
 
   private:
     /* A timer due more than a revolution ahead (an ACK timeout of 67 ms
@@ -52,6 +57,7 @@ class timer_wheel {
     timer_node slots_[num_slots];         /* list heads (circular, sentinel) */
     timer_node rev_slots_[num_rev_slots]; /* the far timers, by revolution */
     uint64_t cur_tick_ = 0;
+    uint64_t prev_tick_ = 0;
     unsigned armed_ = 0;
 };
 

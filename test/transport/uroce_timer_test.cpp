@@ -185,6 +185,40 @@ TEST(timer_wheel_test, far_wheel_matches_a_model) {
     }
 }
 
+/* prev_advance_ns: the time of the advance before the one running, seen
+ * from a callback (the tail-loss probe asks how long nothing polled),
+ * whether or not timers were due then. */
+struct gap_probe {
+    timer_wheel *w = nullptr;
+    uint64_t seen = 0;
+};
+
+static void on_fire_gap(void *arg) {
+    auto *g = static_cast<gap_probe *>(arg);
+    g->seen = g->w->prev_advance_ns();
+}
+
+TEST(timer_wheel_test, prev_advance_is_the_poll_before) {
+    timer_wheel w;
+    const uint64_t t0 = 1024 * 1000;
+    w.start(t0);
+    EXPECT_EQ(w.prev_advance_ns(), t0);
+    gap_probe g{&w, 0};
+    timer_node t;
+    t.fn = on_fire_gap;
+    t.arg = &g;
+    w.arm(t, t0, 10 * 1024);
+    w.advance(t0 + 2 * 1024); /* nothing due */
+    EXPECT_EQ(w.prev_advance_ns(), t0);
+    w.advance(t0 + 3 * 1024);
+    EXPECT_EQ(w.prev_advance_ns(), t0 + 2 * 1024);
+    w.advance(t0 + 500 * 1024); /* a long gap: fires, seeing the poll before it */
+    EXPECT_EQ(g.seen, t0 + 3 * 1024);
+    EXPECT_EQ(w.prev_advance_ns(), t0 + 3 * 1024);
+    w.advance(t0 + 501 * 1024);
+    EXPECT_EQ(w.prev_advance_ns(), t0 + 500 * 1024);
+}
+
 TEST(psn_test, arithmetic) {
     EXPECT_EQ(psn_add(0xfffffe, 3), 1u);
     EXPECT_EQ(psn_sub(1, 2), 0xffffffu);
