@@ -70,14 +70,20 @@ uint64_t loss_probe_delay_ns(const qp *q) {
     return pto;
 }
 
+/* (Re)start the silence the timer measures: a PTO from now. */
+static void rearm_probe(qp *q) {
+    q->loss.probe_ref_psn = q->loss.ackreq_psn;
+    q->loss.probe_ref_max = q->req.max_psn_sent;
+    q->dev->timers().arm(q->probe_timer, q->dev->now_ns(), loss_probe_delay_ns(q));
+}
+
 static void arm_probe(qp *q) {
     if (q->loss.probes >= probe_max || !q->dev->config().tail_loss_probe) {
         q->dev->timers().cancel(q->probe_timer);
         return;
     }
-    q->loss.probe_ref_psn = q->loss.ackreq_psn;
-    q->loss.probe_ref_max = q->req.max_psn_sent;
-    q->dev->timers().arm(q->probe_timer, q->dev->now_ns(), loss_probe_delay_ns(q));
+    q->loss.gap_waited = false; /* a new silence: one deferral for it */
+    rearm_probe(q);
 }
 
 void loss_on_send(qp *q, uint32_t psn, bool ack_req, bool resend) {
@@ -246,6 +252,27 @@ static bool oldest_is_read(const qp *q) {
     return wr_opcode_lookup(sq_at(q, q->sq_comp).opcode).has(wr_flag::read);
 }
 
+/* Whether the device went unpolled for most of the PTO the timer measured.
+ * The timer counts wall time, but only a polling device receives: while
+ * nothing polls (the thread descheduled, an application busy elsewhere, the
+ * other stack's turn when both run on one core), responses wait unread in
+ * the port's queue, and a peer on the same core (a loopback, a one-core
+ * benchmark) does not even answer. A timer due then fires at the first
+ * poll after the gap, behind at most one RX burst: the silence it saw was
+ * the gap's, not the peer's. Measured with uroce-perf --loopback send_bw
+ * -s 64 (one core, nothing lost): each of ~300 probes at 1 QP fired at a
+ * poll that came 22-25 us after the one before (PTO 20 us, SRTT 3 us, the
+ * window full: the gap held the whole PTO); at 16 QPs (PTO 100-400 us)
+ * half fired more than 3.6 ms past their deadline, a scheduler's time
+ * slice. The wait between two polls is part of every RTT sample (a
+ * response is read at a later poll than its request was sent), so the
+ * SRTT, and half of any PTO (>= 2 x SRTT), covers the usual one; a gap
+ * longer than that is the device not listening. */
+static bool poll_gap_hid_silence(const qp *q) {
+    const uint64_t gap = q->dev->now_ns() - q->dev->timers().prev_advance_ns();
+    return gap > loss_probe_delay_ns(q) / 2;
+}
+
 /* Whether the silence the timer measured is one a response should have
  * ended. The timer is armed at the first send of a silent period, not per
  * send; the responder answers only packets with AckReq (the last of each
@@ -288,10 +315,18 @@ void loss_probe_timeout(void *arg) {
     /* the last packet sent; nothing to probe before the first */
     if (psn_diff(q->req.psn, q->comp.psn) <= 0) return;
     const uint32_t last = psn_sub(q->req.psn, 1);
+    /* The silence was mostly an unpolled gap: it starts over, a whole PTO
+     * of polling from now (the peer on this core gets its turns, the port's
+     * queue is read). Once per silence, so a device that polls less often
+     * than half a PTO still probes, one PTO later. */
+    if (!q->loss.gap_waited && poll_gap_hid_silence(q)) {
+        ++q->cnt.tlp_deferred;
+        rearm_probe(q);
+        q->loss.gap_waited = true;
+        return;
+    }
     if (q->loss.probes == 0 && !q->comp.retry_guard && !probe_due(q)) {
-        q->loss.probe_ref_psn = q->loss.ackreq_psn;
-        q->loss.probe_ref_max = q->req.max_psn_sent;
-        q->dev->timers().arm(q->probe_timer, q->dev->now_ns(), loss_probe_delay_ns(q));
+        rearm_probe(q);
         return;
     }
     bool sent = false;

@@ -330,6 +330,70 @@ TEST_F(loss, needed_probe_is_not_spurious) {
     EXPECT_EQ(a.qp->loss.backoff, 0u);
 }
 
+/* The device goes unpolled for longer than the PTO right after sending (the
+ * thread descheduled; on one core the peer's stack with it, as in
+ * uroce-perf --loopback): nothing is lost, the request waits unread in the
+ * peer's queue. The timer that fires at the first poll after the gap waits
+ * a PTO more instead of probing, and the ACK comes in that time. Before the
+ * change the gap drew a probe, a duplicate the responder dropped. */
+TEST_F(loss, unpolled_gap_draws_no_probe) {
+    setup(100);
+    warm_up();
+    const uint64_t pto = loss_probe_delay_ns(a.qp);
+    write(1, 100);
+    a.ctx->poll();        /* the request leaves; neither side polls again ... */
+    clk.advance(3 * pto); /* ... for three PTOs */
+    auto sw = poll_n(a.scq, 1);
+    ASSERT_EQ(sw.size(), 1u);
+    EXPECT_EQ(sw[0].status, wc_status::success);
+    EXPECT_EQ(src, dst);
+    EXPECT_EQ(a.qp->cnt.tlp_probes, 0u);
+    EXPECT_EQ(a.qp->cnt.tlp_deferred, 1u);
+    EXPECT_EQ(b.qp->cnt.dup_requests, 0u);
+    EXPECT_EQ(a.qp->cnt.retrans_pkts, 0u);
+}
+
+/* A real tail loss behind the same gap: the timer waits a PTO once, then
+ * probes as before; recovered long before the ACK timeout, no retry. */
+TEST_F(loss, tail_loss_behind_unpolled_gap_still_probed) {
+    setup(100);
+    warm_up();
+    const uint64_t pto = loss_probe_delay_ns(a.qp);
+    drop_requests(0, 0);
+    uint64_t t0 = clk.now_ns();
+    write(1, 100);
+    a.ctx->poll();
+    clk.advance(3 * pto);
+    auto sw = poll_n(a.scq, 1);
+    ASSERT_EQ(sw.size(), 1u);
+    EXPECT_EQ(sw[0].status, wc_status::success);
+    EXPECT_EQ(src, dst);
+    EXPECT_LT(clk.now_ns() - t0, local_ack_timeout_ns(14) / 10);
+    EXPECT_EQ(a.qp->cnt.tlp_deferred, 1u);
+    EXPECT_EQ(a.qp->cnt.tlp_probes, 1u);
+    EXPECT_EQ(a.qp->cnt.tlp_recoveries, 1u);
+    EXPECT_EQ(a.qp->cnt.timeouts, 0u);
+    EXPECT_EQ(a.qp->comp.retry_left, opt.retry_cnt);
+}
+
+/* Polled without gaps (a poll per microsecond), a lost tail packet is
+ * probed one PTO after the silence began: nothing is put off. */
+TEST_F(loss, tail_loss_on_a_polled_device_probed_after_one_pto) {
+    idle_step_ns = 1'000;
+    setup(100);
+    warm_up();
+    const uint64_t pto = loss_probe_delay_ns(a.qp);
+    drop_requests(0, 0);
+    write(1, 100);
+    const uint64_t t0 = clk.now_ns();
+    ASSERT_TRUE(run_until([&] { return a.qp->cnt.tlp_probes > 0; }));
+    EXPECT_EQ(a.qp->cnt.tlp_deferred, 0u);
+    EXPECT_LE(clk.now_ns() - t0, pto + 2 * idle_step_ns);
+    ASSERT_EQ(poll_n(a.scq, 1).size(), 1u);
+    EXPECT_EQ(a.qp->cnt.tlp_probes, 1u);
+    EXPECT_EQ(src, dst);
+}
+
 /* A round trip measured before the QP's first (the CM handshake,
  * loss_seed_rtt) stands in for its first RTT sample: a first message over
  * a link of 2 ms each way goes without a probe, where the 1 ms first guess
