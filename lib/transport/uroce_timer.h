@@ -30,18 +30,19 @@ class timer_wheel {
     timer_wheel(const timer_wheel &) = delete;
     timer_wheel &operator=(const timer_wheel &) = delete;
 
-    void start(uint64_t now_ns) { cur_tick_ = prev_tick_ = now_ns >> tick_shift; }
+    void start(uint64_t now_ns) { cur_tick_ = now_ns >> tick_shift; }
     /* (Re)arm t to fire no earlier than now + delay_ns. */
     void arm(timer_node &t, uint64_t now_ns, uint64_t delay_ns);
     void cancel(timer_node &t);
     /* Fire every timer due at now_ns; returns how many fired. */
     unsigned advance(uint64_t now_ns);
     unsigned armed_count() const { return armed_; }
-    /* The time (ns, at tick resolution) of the advance before the one
-     * running now, or of the last one outside advance: when the device
-     * last looked at its clock, so a timer that fires can tell how long
-     * nothing was polled before it (uroce_loss.cpp). */
-    uint64_t prev_advance_ns() const { return prev_tick_ << tick_shift; }
+    /* Gaps between advances this long or longer are logged (8.2 us). */
+    static constexpr uint64_t gap_log_min_ticks = 8;
+    /* How much of (since_ns, now] the device spent in gaps between polls
+     * longer than min_gap_ns (at tick resolution; the last gap_log gaps of
+     * gap_log_min_ticks or more are kept, older ones count nothing). */
+    uint64_t unpolled_ns(uint64_t since_ns, uint64_t min_gap_ns) const;
 
   private:
     /* A timer due more than a revolution ahead (an ACK timeout of 67 ms
@@ -57,7 +58,13 @@ class timer_wheel {
     timer_node slots_[num_slots];         /* list heads (circular, sentinel) */
     timer_node rev_slots_[num_rev_slots]; /* the far timers, by revolution */
     uint64_t cur_tick_ = 0;
-    uint64_t prev_tick_ = 0;
+    /* the long gaps between advances, newest at gap_n_ - 1 */
+    static constexpr unsigned gap_log = 16;
+    struct gap {
+        uint64_t end_tick, ticks;
+    };
+    gap gaps_[gap_log] = {};
+    unsigned gap_n_ = 0;
     unsigned armed_ = 0;
 };
 
