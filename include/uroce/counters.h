@@ -69,6 +69,9 @@ namespace uroce {
     X(tlp_spurious,                                                                                \
       "tail-loss probes found spurious: the probed PSN was ACKed sooner than an RTT "              \
       "after the probe (the original's answer); the probe timeout backs off")                      \
+    X(tlp_deferred,                                                                                \
+      "tail-loss probes put off an SRTT: the device went unpolled for most of the silence (its "   \
+      "responses unread, a peer on the same core not run)")                                        \
     X(sr_placed, "selective repeat: WRITE packets placed ahead of the expected PSN")               \
     X(sr_held_back, "selective repeat: packets ahead of the expected PSN not placed (SEND, READ, " \
                     "atomic, immediate; resent when the SACK shows them missing)")                 \

@@ -245,6 +245,7 @@ struct qp {
         bool probe_pending = false; /* the last probe's PSN not yet acknowledged */
         bool probe_watch = false;   /* acknowledged: a duplicate ACK for it now shows it spurious */
         bool in_probe = false;      /* the resends being sent are the probe's */
+        bool gap_waited = false;    /* this silence's probe timer waited out a polling gap */
         uint8_t probe_pkts = 0;     /* probe packets sent since the last progress */
         bool other_resends = false; /* go-back-N / SACK resends not yet passed by comp.psn */
         uint32_t other_resend_hi = 0;

@@ -64,8 +64,22 @@ void timer_wheel::cancel(timer_node &t) {
     --armed_;
 }
 
+uint64_t timer_wheel::unpolled_ns(uint64_t since_ns, uint64_t min_gap_ns) const {
+    const uint64_t since = since_ns >> tick_shift;
+    uint64_t sum = 0;
+    for (unsigned i = 0; i < gap_log && i < gap_n_; ++i) {
+        const gap &g = gaps_[(gap_n_ - 1 - i) % gap_log];
+        if (g.end_tick <= since) break;
+        if ((g.ticks << tick_shift) <= min_gap_ns) continue;
+        sum += g.end_tick - g.ticks < since ? g.end_tick - since : g.ticks;
+    }
+    return sum << tick_shift;
+}
+
 unsigned timer_wheel::advance(uint64_t now_ns) {
     uint64_t now_tick = now_ns >> tick_shift;
+    if (now_tick >= cur_tick_ + gap_log_min_ticks) [[unlikely]]
+        gaps_[gap_n_++ % gap_log] = {now_tick, now_tick - cur_tick_};
     if (now_tick <= cur_tick_ || armed_ == 0) {
         if (now_tick > cur_tick_) cur_tick_ = now_tick;
         return 0;

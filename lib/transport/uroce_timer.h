@@ -37,6 +37,12 @@ class timer_wheel {
     /* Fire every timer due at now_ns; returns how many fired. */
     unsigned advance(uint64_t now_ns);
     unsigned armed_count() const { return armed_; }
+    /* Gaps between advances this long or longer are logged (8.2 us). */
+    static constexpr uint64_t gap_log_min_ticks = 8;
+    /* How much of (since_ns, now] the device spent in gaps between polls
+     * longer than min_gap_ns (at tick resolution; the last gap_log gaps of
+     * gap_log_min_ticks or more are kept, older ones count nothing). */
+    uint64_t unpolled_ns(uint64_t since_ns, uint64_t min_gap_ns) const;
 
   private:
     /* A timer due more than a revolution ahead (an ACK timeout of 67 ms
@@ -52,6 +58,13 @@ class timer_wheel {
     timer_node slots_[num_slots];         /* list heads (circular, sentinel) */
     timer_node rev_slots_[num_rev_slots]; /* the far timers, by revolution */
     uint64_t cur_tick_ = 0;
+    /* the long gaps between advances, newest at gap_n_ - 1 */
+    static constexpr unsigned gap_log = 16;
+    struct gap {
+        uint64_t end_tick, ticks;
+    };
+    gap gaps_[gap_log] = {};
+    unsigned gap_n_ = 0;
     unsigned armed_ = 0;
 };
 

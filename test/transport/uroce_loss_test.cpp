@@ -330,6 +330,113 @@ TEST_F(loss, needed_probe_is_not_spurious) {
     EXPECT_EQ(a.qp->loss.backoff, 0u);
 }
 
+/* The device goes unpolled for longer than the PTO right after sending (the
+ * thread descheduled; on one core the peer's stack with it, as in
+ * uroce-perf --loopback): nothing is lost, the request waits unread in the
+ * peer's queue. The timer that fires at the first poll after the gap waits
+ * an SRTT more instead of probing, and the ACK comes in that time. Before the
+ * change the gap drew a probe, a duplicate the responder dropped. */
+TEST_F(loss, unpolled_gap_draws_no_probe) {
+    setup(100);
+    warm_up();
+    const uint64_t pto = loss_probe_delay_ns(a.qp);
+    write(1, 100);
+    a.ctx->poll();        /* the request leaves; neither side polls again ... */
+    clk.advance(3 * pto); /* ... for three PTOs */
+    auto sw = poll_n(a.scq, 1);
+    ASSERT_EQ(sw.size(), 1u);
+    EXPECT_EQ(sw[0].status, wc_status::success);
+    EXPECT_EQ(src, dst);
+    EXPECT_EQ(a.qp->cnt.tlp_probes, 0u);
+    EXPECT_EQ(a.qp->cnt.tlp_deferred, 1u);
+    EXPECT_EQ(b.qp->cnt.dup_requests, 0u);
+    EXPECT_EQ(a.qp->cnt.retrans_pkts, 0u);
+}
+
+/* The gap comes early in the silence, not over the deadline: over a link
+ * of 100 us each way (PTO ~400 us) the device goes unpolled for 0.8 PTO
+ * right after sending, then polls every microsecond. The answer comes
+ * 0.8 PTO + an RTT after the send, past the deadline; the silence the
+ * device saw while polling was less than a PTO, so no probe. */
+TEST_F(loss, early_unpolled_gap_draws_no_probe) {
+    memlink_config lc;
+    lc.delay = 1.0;
+    lc.delay_ns = 100'000; /* each way */
+    setup_pair(lc);
+    src.assign(4096, 1);
+    dst.assign(4096, 0);
+    fill_pattern(src.data(), src.size(), 5);
+    ms = reg(a, src.data(), 4096);
+    md = reg(b, dst.data(), 4096);
+    uint64_t id = 0;
+    auto wait_one = [&] {
+        wc e;
+        int got = 0;
+        for (int r = 0; r < 100000 && got == 0; ++r) {
+            if (!pump()) clk.advance(1'000);
+            got = poll_cq(a.scq, 1, &e);
+        }
+        ASSERT_EQ(got, 1);
+        ASSERT_EQ(e.status, wc_status::success);
+    };
+    for (int i = 0; i < 10; ++i) {
+        write(id++, 1024);
+        wait_one();
+    }
+    const uint64_t pto = loss_probe_delay_ns(a.qp);
+    ASSERT_GE(pto, 400'000u);
+    ASSERT_LT(pto, 500'000u);
+    write(id++, 1024);
+    a.ctx->poll();             /* the request leaves; nothing polls ... */
+    clk.advance(pto * 8 / 10); /* ... for 0.8 PTO (longer than half of it) */
+    wait_one();
+    EXPECT_EQ(a.qp->cnt.tlp_probes, 0u);
+    EXPECT_EQ(a.qp->cnt.tlp_deferred, 1u);
+    EXPECT_EQ(b.qp->cnt.dup_requests, 0u);
+    EXPECT_EQ(std::memcmp(src.data(), dst.data(), 1024), 0);
+}
+
+/* A real tail loss behind the same gap: the timer waits an SRTT once,
+ * then probes as before; recovered long before the ACK timeout, no retry. */
+TEST_F(loss, tail_loss_behind_unpolled_gap_still_probed) {
+    setup(100);
+    warm_up();
+    const uint64_t pto = loss_probe_delay_ns(a.qp);
+    drop_requests(0, 0);
+    uint64_t t0 = clk.now_ns();
+    write(1, 100);
+    a.ctx->poll();
+    clk.advance(3 * pto);
+    auto sw = poll_n(a.scq, 1);
+    ASSERT_EQ(sw.size(), 1u);
+    EXPECT_EQ(sw[0].status, wc_status::success);
+    EXPECT_EQ(src, dst);
+    EXPECT_LT(clk.now_ns() - t0, local_ack_timeout_ns(14) / 10);
+    EXPECT_EQ(a.qp->cnt.tlp_deferred, 1u);
+    EXPECT_EQ(a.qp->cnt.tlp_probes, 1u);
+    EXPECT_EQ(a.qp->cnt.tlp_recoveries, 1u);
+    EXPECT_EQ(a.qp->cnt.timeouts, 0u);
+    EXPECT_EQ(a.qp->comp.retry_left, opt.retry_cnt);
+}
+
+/* Polled without gaps (a poll per microsecond), a lost tail packet is
+ * probed one PTO after the silence began: nothing is put off. */
+TEST_F(loss, tail_loss_on_a_polled_device_probed_after_one_pto) {
+    idle_step_ns = 1'000;
+    setup(100);
+    warm_up();
+    const uint64_t pto = loss_probe_delay_ns(a.qp);
+    drop_requests(0, 0);
+    write(1, 100);
+    const uint64_t t0 = clk.now_ns();
+    ASSERT_TRUE(run_until([&] { return a.qp->cnt.tlp_probes > 0; }));
+    EXPECT_EQ(a.qp->cnt.tlp_deferred, 0u);
+    EXPECT_LE(clk.now_ns() - t0, pto + 2 * idle_step_ns);
+    ASSERT_EQ(poll_n(a.scq, 1).size(), 1u);
+    EXPECT_EQ(a.qp->cnt.tlp_probes, 1u);
+    EXPECT_EQ(src, dst);
+}
+
 /* A round trip measured before the QP's first (the CM handshake,
  * loss_seed_rtt) stands in for its first RTT sample: a first message over
  * a link of 2 ms each way goes without a probe, where the 1 ms first guess

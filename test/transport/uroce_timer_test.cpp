@@ -185,6 +185,35 @@ TEST(timer_wheel_test, far_wheel_matches_a_model) {
     }
 }
 
+/* unpolled_ns: the gaps between advances longer than the bound, inside the
+ * span asked about (the first one cut at its start); short ones count
+ * nothing, and only the last gap_log long ones are kept. */
+TEST(timer_wheel_test, unpolled_time_sums_the_long_gaps) {
+    timer_wheel w;
+    const uint64_t tk = 1024, t0 = tk * 1000;
+    w.start(t0);
+    uint64_t now = t0;
+    auto step = [&](uint64_t ticks) {
+        now += ticks * tk;
+        w.advance(now);
+    };
+    step(1);
+    step(1);
+    step(50); /* a gap of 50 ticks, ending at t0 + 52 */
+    step(2);
+    step(5);  /* shorter than the log's minimum: not kept */
+    step(30); /* ending at t0 + 89 */
+    step(1);
+    EXPECT_EQ(w.unpolled_ns(t0, 0), 80 * tk);
+    EXPECT_EQ(w.unpolled_ns(t0, 40 * tk), 50 * tk);     /* only gaps over 40 ticks */
+    EXPECT_EQ(w.unpolled_ns(t0 + 12 * tk, 0), 70 * tk); /* the first gap from t0 + 12 on */
+    EXPECT_EQ(w.unpolled_ns(t0 + 89 * tk, 0), 0u);      /* nothing after */
+    for (int i = 0; i < 40; ++i)
+        step(10);
+    /* 16 long gaps kept: 160 ticks, however far back the span goes */
+    EXPECT_EQ(w.unpolled_ns(t0, 0), 160 * tk);
+}
+
 TEST(psn_test, arithmetic) {
     EXPECT_EQ(psn_add(0xfffffe, 3), 1u);
     EXPECT_EQ(psn_sub(1, 2), 0xffffffu);
