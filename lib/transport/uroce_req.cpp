@@ -334,9 +334,16 @@ static bool send_one(qp *q, send_wqe &w) {
     device *d = q->dev;
     const uint32_t psn = q->req.psn;
     const wr_opcode_info &op = wr_opcode_lookup(w.opcode);
-    /* AckReq on the last packet of a message and at least every
-     * ack_req_interval packets (IBTA 9.7.6.1.2 leaves the choice to the requester). */
-    const bool ack_req_due = q->req.pkts_since_ack_req + 1 >= ack_req_interval;
+    /* AckReq on the last packet of a message, at least every
+     * ack_req_interval packets, and on the packet that fills the in-flight
+     * window (IBTA 9.7.6.1.2 leaves the choice to the requester): the window
+     * (16 PSNs and up, uroce_loss.cpp) may be smaller than the interval, and
+     * a requester stopped on a packet that asks for nothing waits for a
+     * probe or the ACK timeout. */
+    const bool ack_req_due =
+        q->req.pkts_since_ack_req + 1 >= ack_req_interval ||
+        (q->type == qp_type::rc &&
+         psn_diff(psn_add(psn, 1), q->comp.psn) >= int32_t(q->loss.window));
     rte_mbuf *m;
     uint32_t payload, npsn;
     bool last_pkt;

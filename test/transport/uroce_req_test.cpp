@@ -165,6 +165,32 @@ TEST_F(req, ack_req_every_n_and_window) {
     EXPECT_GT(max_outstanding, size_t(ack_req_interval));
 }
 
+/* The in-flight window (uroce_loss.cpp: 16 PSNs and up) can be smaller
+ * than the AckReq interval (32): the packet that fills it asks for an ACK,
+ * or a message longer than the window stops on a packet that draws no
+ * response and waits for a probe or the ACK timeout (here with the probe
+ * off: one timeout and a go-back-N resend of the window per stop). */
+TEST_F(req, ack_req_when_the_window_fills) {
+    opt.path_mtu = mtu::mtu_256;
+    opt.tail_loss_probe = false;
+    setup_pair();
+    a.qp->loss.window = min_unacked_psns;
+    std::vector<uint8_t> src(256 * 100), dst(256 * 100);
+    mr *ms = reg(a, src.data(), src.size());
+    mr *md = reg(b, dst.data(), dst.size());
+    fill_pattern(src.data(), src.size(), 3);
+    ASSERT_EQ(post_one(a, wr_opcode::rdma_write, src.data(), 256 * 100, ms, 1,
+                       reinterpret_cast<uint64_t>(dst.data()), mr_rkey(md)),
+              verbs_error::ok);
+    auto w = poll_n(a.scq, 1);
+    ASSERT_EQ(w.size(), 1u);
+    EXPECT_EQ(w[0].status, wc_status::success);
+    EXPECT_EQ(src, dst);
+    EXPECT_LE(a.qp->loss.window, ack_req_interval); /* the case this test is about */
+    EXPECT_EQ(a.qp->cnt.timeouts, 0u);
+    EXPECT_EQ(a.qp->cnt.retrans_pkts, 0u);
+}
+
 TEST_F(req, max_rd_atomic_limits_outstanding_reads) {
     opt.max_rd_atomic = 2;
     setup_pair();
