@@ -340,10 +340,9 @@ static bool send_one(qp *q, send_wqe &w) {
      * (16 PSNs and up, uroce_loss.cpp) may be smaller than the interval, and
      * a requester stopped on a packet that asks for nothing waits for a
      * probe or the ACK timeout. */
-    const bool ack_req_due =
-        q->req.pkts_since_ack_req + 1 >= ack_req_interval ||
-        (q->type == qp_type::rc &&
-         psn_diff(psn_add(psn, 1), q->comp.psn) >= int32_t(q->loss.window));
+    const bool ack_req_due = q->req.pkts_since_ack_req + 1 >= ack_req_interval ||
+                             (q->type == qp_type::rc &&
+                              psn_diff(psn_add(psn, 1), q->comp.psn) >= int32_t(q->loss.window));
     rte_mbuf *m;
     uint32_t payload, npsn;
     bool last_pkt;
