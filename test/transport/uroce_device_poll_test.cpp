@@ -71,6 +71,25 @@ class device_poll : public pair_fixture {
         e.g = g;
         e.mac = mac;
     }
+    /* n QPs on each side, a's i-th connected to b's i-th; the pair's PSNs
+     * start at first_psn + i * psn_step (a's) and half a step above (b's) */
+    void make_pairs(size_t n, std::vector<qp *> &qa, std::vector<qp *> &qb, uint32_t first_psn = 0,
+                    uint32_t psn_step = 100) {
+        for (size_t i = 0; i < n; ++i) {
+            qa.push_back(make_qp(a));
+            qb.push_back(make_qp(b));
+            const uint32_t pa = first_psn + uint32_t(i) * psn_step, pb = pa + psn_step / 2;
+            connect(a, b, pa, pb, qa.back(), qb.back());
+            connect(b, a, pb, pa, qb.back(), qa.back());
+        }
+    }
+    void destroy_pairs(const std::vector<qp *> &qa, const std::vector<qp *> &qb) {
+        for (qp *q : qa)
+            destroy_qp(q);
+        for (qp *q : qb)
+            destroy_qp(q);
+        a.qp = b.qp = nullptr;
+    }
 };
 
 /* Both ports refuse most of what they are offered. Frames are kept and
@@ -138,12 +157,7 @@ TEST_F(device_poll, an_empty_pool_ends_the_round_and_the_qps_wait) {
     open_on(b, b.port, gid::from_ipv4(0x0a000002), mac_b);
     constexpr size_t n_qps = 32, len = 4096;
     std::vector<qp *> qa, qb;
-    for (size_t i = 0; i < n_qps; ++i) {
-        qa.push_back(make_qp(a));
-        qb.push_back(make_qp(b));
-        connect(a, b, uint32_t(100 * i), uint32_t(100 * i + 50), qa[i], qb[i]);
-        connect(b, a, uint32_t(100 * i + 50), uint32_t(100 * i), qb[i], qa[i]);
-    }
+    make_pairs(n_qps, qa, qb);
     std::vector<uint8_t> src(n_qps * len), dst(n_qps * len);
     mr *ms = reg(a, src.data(), src.size());
     mr *md = reg(b, dst.data(), dst.size());
@@ -173,11 +187,7 @@ TEST_F(device_poll, an_empty_pool_ends_the_round_and_the_qps_wait) {
         EXPECT_EQ(q->cnt.retransmits, 0u);
         EXPECT_EQ(q->cnt.timeouts, 0u);
     }
-    for (qp *q : qa)
-        destroy_qp(q);
-    for (qp *q : qb)
-        destroy_qp(q);
-    a.qp = b.qp = nullptr;
+    destroy_pairs(qa, qb);
     close_device(a.ctx);
     a.ctx = nullptr;
     rte_mempool_free(small);
@@ -207,14 +217,7 @@ TEST_F(device_poll, timeouts_while_the_retry_waits_for_mbufs_spend_no_retries) {
     /* the QPs whose turns come first */
     constexpr size_t n_ahead = 16, len = 2048;
     std::vector<qp *> ahead_a, ahead_b;
-    for (size_t i = 0; i < n_ahead; ++i) {
-        ahead_a.push_back(make_qp(a));
-        ahead_b.push_back(make_qp(b));
-        connect(a, b, uint32_t(1000 * (i + 1)), uint32_t(1000 * (i + 1) + 500), ahead_a[i],
-                ahead_b[i]);
-        connect(b, a, uint32_t(1000 * (i + 1) + 500), uint32_t(1000 * (i + 1)), ahead_b[i],
-                ahead_a[i]);
-    }
+    make_pairs(n_ahead, ahead_a, ahead_b, 1000, 1000);
     std::vector<uint8_t> src((n_ahead + 1) * len), dst((n_ahead + 1) * len);
     mr *ms = reg(a, src.data(), src.size());
     mr *md = reg(b, dst.data(), dst.size());
@@ -261,11 +264,7 @@ TEST_F(device_poll, timeouts_while_the_retry_waits_for_mbufs_spend_no_retries) {
     EXPECT_EQ(qa->cnt.retransmits, 1u);
     destroy_qp(qa);
     destroy_qp(qb);
-    for (size_t i = 0; i < n_ahead; ++i) {
-        destroy_qp(ahead_a[i]);
-        destroy_qp(ahead_b[i]);
-    }
-    a.qp = b.qp = nullptr;
+    destroy_pairs(ahead_a, ahead_b);
     close_device(a.ctx);
     a.ctx = nullptr;
     rte_mempool_free(small);
@@ -284,12 +283,7 @@ TEST_F(device_poll, probes_never_overflow_a_full_tx_queue) {
     open_on(b, b.port, gid::from_ipv4(0x0a000002), mac_b);
     constexpr size_t n_qps = 256, len = 512;
     std::vector<qp *> qa, qb;
-    for (size_t i = 0; i < n_qps; ++i) {
-        qa.push_back(make_qp(a));
-        qb.push_back(make_qp(b));
-        connect(a, b, uint32_t(100 * i), uint32_t(100 * i + 50), qa[i], qb[i]);
-        connect(b, a, uint32_t(100 * i + 50), uint32_t(100 * i), qb[i], qa[i]);
-    }
+    make_pairs(n_qps, qa, qb);
     std::vector<uint8_t> src(n_qps * len), dst(n_qps * len);
     mr *ms = reg(a, src.data(), src.size());
     mr *md = reg(b, dst.data(), dst.size());
@@ -313,11 +307,7 @@ TEST_F(device_poll, probes_never_overflow_a_full_tx_queue) {
         EXPECT_EQ(e.status, wc_status::success) << e.wr_id << ": " << wc_status_str(e.status);
     EXPECT_EQ(src, dst);
     EXPECT_EQ(a.ctx->counters().tx_drops, 0u);
-    for (qp *q : qa)
-        destroy_qp(q);
-    for (qp *q : qb)
-        destroy_qp(q);
-    a.qp = b.qp = nullptr;
+    destroy_pairs(qa, qb);
 }
 
 TEST_F(device_poll, poll_is_idle_once_the_work_is_sent) {
