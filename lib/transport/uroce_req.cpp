@@ -146,13 +146,18 @@ static bool local_range_ok(qp *q, const send_wqe &w, uint64_t off, uint64_t len)
     return true;
 }
 
+/* An RC QP's in-flight window (uroce_loss.cpp) is full once next_psn is
+ * that many PSNs past the oldest unacknowledged one. */
+static inline bool window_full_at(const qp *q, uint32_t next_psn) {
+    return q->type == qp_type::rc && psn_diff(next_psn, q->comp.psn) >= int32_t(q->loss.window);
+}
+
 bool req_has_work(const qp *q) {
     if (q->state != qp_state::rts && q->state != qp_state::sqd) return false;
     if (q->req.need_retry) return true;
     /* a full window waits for an ACK, which schedules the QP (comp_rcv):
      * not rescheduled every round meanwhile (thousands of QPs, -q 4096) */
-    if (q->type == qp_type::rc && psn_diff(q->req.psn, q->comp.psn) >= int32_t(q->loss.window))
-        return false;
+    if (window_full_at(q, q->req.psn)) return false;
     return q->req.wqe != q->sq_head && !q->req.rnr_wait;
 }
 
@@ -340,9 +345,8 @@ static bool send_one(qp *q, send_wqe &w) {
      * (16 PSNs and up, uroce_loss.cpp) may be smaller than the interval, and
      * a requester stopped on a packet that asks for nothing waits for a
      * probe or the ACK timeout. */
-    const bool ack_req_due = q->req.pkts_since_ack_req + 1 >= ack_req_interval ||
-                             (q->type == qp_type::rc &&
-                              psn_diff(psn_add(psn, 1), q->comp.psn) >= int32_t(q->loss.window));
+    const bool ack_req_due =
+        q->req.pkts_since_ack_req + 1 >= ack_req_interval || window_full_at(q, psn_add(psn, 1));
     rte_mbuf *m;
     uint32_t payload, npsn;
     bool last_pkt;
@@ -451,8 +455,7 @@ unsigned req_process(qp *q, unsigned budget) {
         if (q->state == qp_state::sqd && q->req.offset == 0 &&
             sq_at(q, q->req.wqe).state == wqe_state::posted)
             break;
-        if (q->type == qp_type::rc && psn_diff(q->req.psn, q->comp.psn) >= int32_t(q->loss.window))
-            break;
+        if (window_full_at(q, q->req.psn)) break;
         if (q->cc.paced && !cc_may_send(q->cc, now)) break;
         send_wqe &w = sq_at(q, q->req.wqe);
         if (w.state == wqe_state::error) break;
