@@ -25,9 +25,18 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <ctime>
 #include <vector>
 
 namespace uroce::perf {
+
+/* CPU seconds of a clock_gettime CPU clock: CLOCK_PROCESS_CPUTIME_ID (every
+ * lcore and thread of the process) or CLOCK_THREAD_CPUTIME_ID. */
+inline double cpu_seconds(clockid_t clock) {
+    timespec ts{};
+    clock_gettime(clock, &ts);
+    return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
 
 struct lat_result {
     uint64_t size = 0;

@@ -298,13 +298,6 @@ std::string endpoint::poll_errors(const wc *w, int n) {
     return {};
 }
 
-/* CPU seconds of the whole process (every lcore and thread of it). */
-static double process_cpu_seconds() {
-    timespec ts{};
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
-}
-
 std::string endpoint::run_bw(uint64_t size, bw_result &out,
                              const std::function<void(double)> &on_progress) {
     const size_t nq = qps_.size();
@@ -316,7 +309,7 @@ std::string endpoint::run_bw(uint64_t size, bw_result &out,
     const uint64_t depth = p_.tx_depth;
     const uint32_t cq_mod = std::min<uint32_t>(p_.cq_mod, p_.tx_depth);
     const auto t0 = clock::now();
-    const double cpu0 = process_cpu_seconds();
+    const double cpu0 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
     double sample_cpu0 = cpu0, sample_cpu1 = 0;
     auto last_report = t0;
     /* perftest measures no peak in -D runs nor above 20000 iterations. */
@@ -382,19 +375,19 @@ std::string endpoint::run_bw(uint64_t size, bw_result &out,
                 sampling = true;
                 sample_t0 = now;
                 sample_done0 = total_done;
-                sample_cpu0 = process_cpu_seconds();
+                sample_cpu0 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
             } else if (sampling && at >= p_.duration_s - p_.margin_s) {
                 sampled = true;
                 sample_t1 = now;
                 sample_done1 = total_done;
-                sample_cpu1 = process_cpu_seconds();
+                sample_cpu1 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
             }
         }
         if (timed) {
             if (!stopping && seconds_since(t0) >= p_.duration_s) {
                 stopping = true;            /* post no more; drain what is in flight */
                 if (windowed && !sampled) { /* a stall ran past the window's end */
-                    sample_cpu1 = process_cpu_seconds();
+                    sample_cpu1 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
                     if (!sampling)
                         sample_t0 = now, sample_done0 = total_done, sample_cpu0 = sample_cpu1;
                     sampled = true;
@@ -430,7 +423,7 @@ std::string endpoint::run_bw(uint64_t size, bw_result &out,
     } else {
         out.iters = total_done;
         out.seconds = seconds_since(t0);
-        out.cpu_seconds = process_cpu_seconds() - cpu0;
+        out.cpu_seconds = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
     }
     out.bw_avg_bytes_s = double(out.iters) * double(size) / out.seconds;
     out.bw_peak_bytes_s = peak.best_bytes_per_s(size);

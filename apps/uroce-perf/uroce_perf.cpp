@@ -326,12 +326,6 @@ unsigned loopback_pool_mbufs(const options &o) {
  * holds a burst or more. */
 constexpr unsigned drain_rounds = 64;
 
-double thread_cpu_seconds() {
-    timespec ts{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
-}
-
 /* The bare net_ring pair's packet rate with 64-byte frames, per CPU-second
  * of this thread (so that a loaded machine's preemptions do not lower it):
  * the ceiling a one-core run of two stacks can approach (measured in the
@@ -340,7 +334,7 @@ double ring_ceiling_mpps(ethdev_port &a, ethdev_port &b, rte_mempool *pool) {
     constexpr int burst = 32;
     rte_mbuf *tx[burst], *rx[burst];
     uint64_t moved = 0;
-    const double cpu0 = thread_cpu_seconds();
+    const double cpu0 = cpu_seconds(CLOCK_THREAD_CPUTIME_ID);
     const auto t0 = std::chrono::steady_clock::now();
     const auto end = t0 + std::chrono::milliseconds(300);
     while (std::chrono::steady_clock::now() < end) {
@@ -354,7 +348,7 @@ double ring_ceiling_mpps(ethdev_port &a, ethdev_port &b, rte_mempool *pool) {
         moved += got;
         rte_pktmbuf_free_bulk(rx, got);
     }
-    const double cpu = thread_cpu_seconds() - cpu0;
+    const double cpu = cpu_seconds(CLOCK_THREAD_CPUTIME_ID) - cpu0;
     return cpu > 0 ? double(moved) / cpu / 1e6 : 0;
 }
 
