@@ -30,6 +30,7 @@
 #include <uroce/icrc.h>
 #include "uroce_cq.h"
 #include "uroce_mr.h"
+#include "uroce_pkt.h"
 #include <uroce/netdev.h>
 #include "uroce_qp.h"
 #include "uroce_srq.h"
@@ -83,17 +84,26 @@ class device {
     /* Queue a frame for the driver. The scheduler keeps room for a QP's turn
      * (tx_room()): the queue is full only if a fatal NAK is sent from the
      * receive path behind a refused batch; that frame is dropped, counted. */
-    void tx(rte_mbuf *m) {
+    void tx(rte_mbuf *m, bool icrc_due = false) {
         if (tx_n_ == tx_queue_cap) [[unlikely]] {
             tx_drop(m);
             return;
         }
+        tx_icrc_due_[tx_n_] = icrc_due;
         tx_q_[tx_n_++] = m;
         ++cnt_.tx_pkts;
         if (tx_n_ >= tx_next_flush_) tx_flush();
     }
+    /* Build a frame for tx() (pkt_build), its ICRC left to tx_flush where
+     * the frame's own CRC is not fused into the payload copy. */
+    rte_mbuf *build(const hdr_template &t, const bth_fields &b, const ext_fields &x,
+                    const payload_src *src, uint32_t payload_len, bool *icrc_due) {
+        return pkt_build(cfg_.pool, t, b, x, src, payload_len, ip_id_++, icrc_due);
+    }
     /* Hand the queue to the driver; what it refuses stays queued, in order.
-     * Returns how many frames it took. */
+     * Returns how many frames it took. The ICRCs left to it (tx(m, true))
+     * are computed first, back to back: independent CRC chains overlap in
+     * the core where one at a time each waits out its own latency. */
     unsigned tx_flush();
     unsigned tx_room() const { return tx_queue_cap - tx_n_; }
     unsigned tx_queued() const { return tx_n_; }
@@ -194,6 +204,10 @@ class device {
     void tx_drop(rte_mbuf *m);
     rte_mbuf *tx_q_[tx_queue_cap];
     unsigned tx_n_ = 0;
+    /* tx_q_[i] still needs its ICRC (pkt_icrc_fill), for i in
+     * [tx_icrc_done_, tx_n_); the frames before tx_icrc_done_ have theirs. */
+    bool tx_icrc_due_[tx_queue_cap];
+    unsigned tx_icrc_done_ = 0;
     /* tx() flushes once this many frames are queued: a batch more than the
      * driver last refused */
     unsigned tx_next_flush_ = tx_batch;

@@ -19,6 +19,8 @@ namespace uroce {
  * stops producing while the queue lacks room), and is counted as a stall. */
 unsigned device::tx_flush() {
     if (!tx_n_) return 0;
+    for (unsigned i = tx_icrc_done_; i < tx_n_; ++i)
+        if (tx_icrc_due_[i]) pkt_icrc_fill(tx_q_[i]);
     unsigned sent = 0;
     while (sent < tx_n_) {
         unsigned n = tx_n_ - sent < tx_batch ? tx_n_ - sent : tx_batch;
@@ -38,6 +40,7 @@ unsigned device::tx_flush() {
         std::memmove(tx_q_, tx_q_ + sent, (tx_n_ - sent) * sizeof(tx_q_[0]));
     }
     tx_n_ -= sent;
+    tx_icrc_done_ = tx_n_;
     tx_next_flush_ = tx_n_ + tx_batch;
     return sent;
 }

@@ -121,22 +121,63 @@ static inline void gather_payload(uint8_t *dst, const payload_src *src, uint32_t
     }
 }
 
+/* A one-segment mbuf for a frame_len-byte frame, its data at *data.
+ *
+ * rte_pktmbuf_alloc resets the mbuf with loads (buf_len, ol_flags) and
+ * read-modify-writes (the l2/l3/l4_len bit-fields share tx_offload's word):
+ * the mbuf's lines are cold when it leaves the pool (it was freed a window
+ * ago, often by the peer's receive path), so each load waited out a miss,
+ * and the bit-fields' narrow stores stalled the load of their own word
+ * (perf annotate: a third of pkt_build). Here the header is only stored to,
+ * as a PMD's receive path fills it: rte_mbuf_raw_alloc's mbuf already has
+ * refcnt 1, one segment, no next and its pool, buf_addr and buf_len (its
+ * contract in rte_mbuf.h), and for a pool without pinned external buffers
+ * the buffer follows the mbuf and its private area (rte_mbuf_buf_addr), all
+ * of it known from the pool's header, which is hot. */
+static inline rte_mbuf *tx_mbuf_alloc(rte_mempool *pool, uint32_t frame_len, uint64_t tx_offload,
+                                      uint8_t **data) {
+    if (rte_pktmbuf_priv_flags(pool) & RTE_PKTMBUF_POOL_F_PINNED_EXT_BUF) [[unlikely]] {
+        rte_mbuf *m = rte_pktmbuf_alloc(pool);
+        if (!m) return nullptr;
+        if (rte_pktmbuf_tailroom(m) < frame_len) {
+            rte_pktmbuf_free(m);
+            return nullptr;
+        }
+        m->data_len = uint16_t(frame_len);
+        m->pkt_len = frame_len;
+        m->tx_offload = tx_offload;
+        *data = rte_pktmbuf_mtod(m, uint8_t *);
+        return m;
+    }
+    if (uint32_t(RTE_PKTMBUF_HEADROOM) + frame_len > rte_pktmbuf_data_room_size(pool))
+        return nullptr;
+    rte_mbuf *m = rte_mbuf_raw_alloc(pool);
+    if (!m) return nullptr;
+    m->data_off = RTE_PKTMBUF_HEADROOM;
+    m->port = RTE_MBUF_PORT_INVALID;
+    m->ol_flags = 0;
+    m->packet_type = 0;
+    m->pkt_len = frame_len;
+    m->data_len = uint16_t(frame_len);
+    m->vlan_tci = 0;
+    m->vlan_tci_outer = 0;
+    m->tx_offload = tx_offload;
+    *data = reinterpret_cast<uint8_t *>(rte_mbuf_buf_addr(m, pool)) + RTE_PKTMBUF_HEADROOM;
+    return m;
+}
+
 rte_mbuf *pkt_build(rte_mempool *pool, const hdr_template &t, const bth_fields &b,
                     const ext_fields &x, const payload_src *src, uint32_t payload_len,
-                    uint16_t ip_id) {
+                    uint16_t ip_id, bool *icrc_due) {
     const opcode_info &info = opcode_lookup(b.opcode);
     uint32_t hdr_len = t.len + uint32_t(sizeof(bth)) + info.ext_len;
     uint8_t pad = pad_for(payload_len);
     uint32_t frame_len = hdr_len + payload_len + pad + uint32_t(icrc_len);
-    rte_mbuf *m = rte_pktmbuf_alloc(pool);
+    uint8_t *f;
+    rte_mbuf *m = tx_mbuf_alloc(
+        pool, frame_len, rte_mbuf_tx_offload(t.l2_len, t.l3_len, sizeof(udp_hdr), 0, 0, 0, 0), &f);
     if (!m) return nullptr;
-    if (rte_pktmbuf_tailroom(m) < frame_len) {
-        rte_pktmbuf_free(m);
-        return nullptr;
-    }
-    uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
-    m->data_len = uint16_t(frame_len);
-    m->pkt_len = frame_len;
+    if (icrc_due) *icrc_due = false;
     copy_template(f, t);
     uint8_t *l3 = f + t.l2_len;
     uint32_t l3_payload = frame_len - t.l2_len;
@@ -153,9 +194,6 @@ rte_mbuf *pkt_build(rte_mempool *pool, const hdr_template &t, const bth_fields &
         reinterpret_cast<ipv6_hdr *>(l3)->set_payload_length(
             uint16_t(l3_payload - sizeof(ipv6_hdr)));
     }
-    m->l2_len = t.l2_len;
-    m->l3_len = t.l3_len;
-    m->l4_len = sizeof(udp_hdr);
     auto *udp = reinterpret_cast<udp_hdr *>(l3 + t.l3_len);
     udp->set_length(uint16_t(l3_payload - t.l3_len));
 
@@ -231,11 +269,21 @@ rte_mbuf *pkt_build(rte_mempool *pool, const hdr_template &t, const bth_fields &
                    [](uint8_t *d, const uint8_t *s, uint32_t n) { std::memcpy(d, s, n); });
     dst += payload_len;
     if (pad) std::memset(dst, 0, pad);
+    if (icrc_due) {
+        *icrc_due = true; /* the caller's, with other frames' (pkt_icrc_fill) */
+        return m;
+    }
     /* the one CRC pass, over the frame while it is hot in L1 (lib/icrc masks
      * the variant header fields in registers, IBTA A17.3.3) */
     icrc_write_wire(f + hdr_len + payload_len + pad,
                     icrc_compute(l3, frame_len - icrc_len - t.l2_len));
     return m;
+}
+
+void pkt_icrc_fill(rte_mbuf *m) {
+    uint8_t *l3 = rte_pktmbuf_mtod_offset(m, uint8_t *, m->l2_len);
+    const uint32_t len = m->data_len - m->l2_len - uint32_t(icrc_len);
+    icrc_write_wire(l3 + len, icrc_compute(l3, len));
 }
 
 bool pkt_icrc_ok(const roce_packet &p, const rte_mbuf *m) {

@@ -239,13 +239,21 @@ static void fail_wqe_local_access(qp *q, send_wqe &w) {
 
 enum class build_status { ok, no_mbuf, local_access };
 
+/* A request packet built by build_req_pkt, for device::tx. */
+struct req_pkt {
+    rte_mbuf *m = nullptr;
+    uint32_t payload = 0;  /* payload bytes */
+    uint32_t npsn = 1;     /* PSNs it consumes */
+    bool last = true;      /* the message's last packet */
+    bool icrc_due = false; /* its ICRC is left to tx_flush */
+};
+
 /* One request packet of WQE w: the one at byte offset off, with PSN psn.
  * Everything a packet carries comes from the WQE, so a first send, a
  * go-back-N resend and a probe build it the same way. ack_req is the
  * packet's AckReq bit unless it is the message's last packet (always set). */
 static build_status build_req_pkt(qp *q, const send_wqe &w, uint32_t psn, uint64_t off,
-                                  bool ack_req, rte_mbuf **out, uint32_t *payload_out,
-                                  uint32_t *npsn_out, bool *last_out) {
+                                  bool ack_req, req_pkt &out) {
     device *d = q->dev;
     bth_fields b;
     ext_fields x;
@@ -321,15 +329,14 @@ static build_status build_req_pkt(qp *q, const send_wqe &w, uint32_t psn, uint64
     b.psn = psn;
     b.solicited = last_pkt && (w.flags & send_solicited);
     b.ack_req = q->type == qp_type::rc && (ack_req || last_pkt);
-    rte_mbuf *m = pkt_build(d->pool(), *hdr, b, x, &src, payload, d->next_ip_id());
-    if (!m) {
+    out.m = d->build(*hdr, b, x, &src, payload, &out.icrc_due);
+    if (!out.m) {
         ++d->cnt().tx_alloc_fail;
         return build_status::no_mbuf;
     }
-    *out = m;
-    *payload_out = payload;
-    *npsn_out = npsn;
-    *last_out = last_pkt;
+    out.payload = payload;
+    out.npsn = npsn;
+    out.last = last_pkt;
     return build_status::ok;
 }
 
@@ -347,10 +354,8 @@ static bool send_one(qp *q, send_wqe &w) {
      * probe or the ACK timeout. */
     const bool ack_req_due =
         q->req.pkts_since_ack_req + 1 >= ack_req_interval || window_full_at(q, psn_add(psn, 1));
-    rte_mbuf *m;
-    uint32_t payload, npsn;
-    bool last_pkt;
-    switch (build_req_pkt(q, w, psn, q->req.offset, ack_req_due, &m, &payload, &npsn, &last_pkt)) {
+    req_pkt pkt;
+    switch (build_req_pkt(q, w, psn, q->req.offset, ack_req_due, pkt)) {
     case build_status::ok:
         break;
     case build_status::local_access:
@@ -360,20 +365,22 @@ static bool send_one(qp *q, send_wqe &w) {
         ++d->cnt().tx_mbuf_waits; /* the QP stays scheduled: it waits, nothing fails */
         return false;
     }
+    const uint32_t payload = pkt.payload;
+    const bool last_pkt = pkt.last;
     if (q->type == qp_type::rc) {
         if (ack_req_due || last_pkt)
             q->req.pkts_since_ack_req = 0;
         else
             ++q->req.pkts_since_ack_req;
     }
-    uint32_t frame_len = m->pkt_len;
-    d->tx(m);
+    const uint32_t frame_len = pkt.m->pkt_len;
+    d->tx(pkt.m, pkt.icrc_due);
     if (q->cc.paced) cc_on_sent(q->cc, frame_len);
     ++q->cnt.tx_pkts;
     q->cnt.tx_bytes += payload;
     const bool resend = q->type == qp_type::rc && psn_diff(psn, q->req.max_psn_sent) < 0;
     if (resend) ++q->cnt.retrans_pkts;
-    q->req.psn = psn_add(psn, npsn);
+    q->req.psn = psn_add(psn, pkt.npsn);
     if (psn_diff(q->req.psn, q->req.max_psn_sent) > 0) q->req.max_psn_sent = q->req.psn;
 
     if (q->type == qp_type::rc) {
@@ -430,14 +437,11 @@ bool req_resend_psn(qp *q, uint32_t psn) {
         off = uint64_t(psn_diff(psn, w->first_psn)) * q->mtu;
         if (off > w->length) return false;
     }
-    rte_mbuf *m;
-    uint32_t payload, npsn;
-    bool last_pkt;
-    if (build_req_pkt(q, *w, psn, off, true, &m, &payload, &npsn, &last_pkt) != build_status::ok)
-        return false;
-    q->dev->tx(m);
+    req_pkt pkt;
+    if (build_req_pkt(q, *w, psn, off, true, pkt) != build_status::ok) return false;
+    q->dev->tx(pkt.m, pkt.icrc_due);
     ++q->cnt.tx_pkts;
-    q->cnt.tx_bytes += payload;
+    q->cnt.tx_bytes += pkt.payload;
     loss_on_send(q, psn, true, true);
     return true;
 }

@@ -67,12 +67,13 @@ static bool send_ack_pkt(qp *q, uint8_t syndrome, uint32_t psn, uint32_t msn) {
     b.psn = psn;
     x.syndrome = syndrome;
     x.msn = msn;
-    rte_mbuf *m = pkt_build(d->pool(), q->hdr, b, x, nullptr, 0, d->next_ip_id());
+    bool icrc_due;
+    rte_mbuf *m = d->build(q->hdr, b, x, nullptr, 0, &icrc_due);
     if (!m) {
         ++d->cnt().tx_alloc_fail;
         return false;
     }
-    d->tx(m);
+    d->tx(m, icrc_due);
     ++q->cnt.tx_pkts;
     ++q->cnt.tx_acks;
     return true;
@@ -802,11 +803,11 @@ unsigned resp_process(qp *q, unsigned budget) {
         x.syndrome = aeth_syndrome::make_ack(aeth_syndrome::ack_unlimited_credits);
         x.msn = res.msn;
         rte_mbuf *m;
-        bool done;
+        bool done, icrc_due;
         if (res.type == rd_resource::atomic) {
             b.opcode = to_u8(ib_opcode::rc_atomic_acknowledge);
             x.orig = res.orig;
-            m = pkt_build(d->pool(), q->hdr, b, x, nullptr, 0, d->next_ip_id());
+            m = d->build(q->hdr, b, x, nullptr, 0, &icrc_due);
             done = true;
         } else {
             uint64_t left = res.end_off - res.cur_off;
@@ -828,7 +829,7 @@ unsigned resp_process(qp *q, unsigned budget) {
                 }
                 src.flat = reinterpret_cast<const uint8_t *>(res.va + res.cur_off);
             }
-            m = pkt_build(d->pool(), q->hdr, b, x, &src, len, d->next_ip_id());
+            m = d->build(q->hdr, b, x, &src, len, &icrc_due);
             done = last;
             if (m) {
                 res.cur_off += len;
@@ -840,7 +841,7 @@ unsigned resp_process(qp *q, unsigned budget) {
             ++d->cnt().tx_mbuf_waits; /* the reply stays queued: the QP resumes later */
             return sent;
         }
-        d->tx(m);
+        d->tx(m, icrc_due);
         ++q->cnt.tx_pkts;
         ++sent;
         if (done) {

@@ -156,12 +156,13 @@ bool sr_send_ack(qp *q) {
             if (s.received.test(i)) bitmap.set_received(i);
         x.sack_bitmap = bitmap.bitmap;
     }
-    rte_mbuf *m = pkt_build(d->pool(), q->hdr, b, x, nullptr, 0, d->next_ip_id());
+    bool icrc_due;
+    rte_mbuf *m = d->build(q->hdr, b, x, nullptr, 0, &icrc_due);
     if (!m) {
         ++d->cnt().tx_alloc_fail;
         return false;
     }
-    d->tx(m);
+    d->tx(m, icrc_due);
     ++q->cnt.tx_pkts;
     ++q->cnt.tx_acks;
     if (sack) ++q->cnt.sacks_sent;

@@ -6,8 +6,13 @@
  * frames and on multi-segment mbuf chains, and that it restores the frame;
  * the template's fixed-size copy for every shape, and its incremental IPv4
  * checksum against a full RFC 1071 recomputation (every IP id, the
- * 0x0000/0xffff edge of one's-complement arithmetic included).
+ * 0x0000/0xffff edge of one's-complement arithmetic included); the ICRC
+ * left to the TX flush, and the store-only mbuf reset against stale pools.
  */
+/* rte_pktmbuf_pool_create_extbuf, for a pool of pinned external buffers */
+#define ALLOW_EXPERIMENTAL_API 1
+
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -365,3 +370,122 @@ TEST(pkt_test, template_copy_matches_the_wire_builder_for_every_shape) {
 }
 
 } // namespace
+
+/* A frame whose ICRC pkt_build leaves to its caller (icrc_due) gets, from
+ * pkt_icrc_fill, the same bytes pkt_build would have written itself; a frame
+ * whose ICRC is fused into its payload copy never leaves it due. */
+TEST(pkt_test, icrc_left_to_the_caller_is_the_one_pkt_build_writes) {
+    std::vector<uint8_t> payload(4096);
+    fill_pattern(payload.data(), payload.size(), 11);
+    for (bool v6 : {false, true})
+        for (bool vlan : {false, true}) {
+            hdr_template t;
+            make_hdr_template(t, make_path(v6, vlan), false);
+            for (uint32_t len : {0u, 1u, 64u, 180u, 200u, 216u, 217u, 300u, 1024u, 4096u}) {
+                bth_fields b;
+                b.opcode = to_u8(ib_opcode::rc_send_only);
+                b.psn = 0x10203;
+                b.dest_qp = 0x99;
+                payload_src src;
+                src.flat = payload.data();
+                rte_mbuf *whole = pkt_build(test_pool(), t, b, ext_fields{}, &src, len, 7);
+                bool due = true;
+                rte_mbuf *later = pkt_build(test_pool(), t, b, ext_fields{}, &src, len, 7, &due);
+                ASSERT_NE(whole, nullptr);
+                ASSERT_NE(later, nullptr);
+                ASSERT_EQ(whole->pkt_len, later->pkt_len);
+                const uint32_t covered = whole->pkt_len - t.l2_len - uint32_t(icrc_len);
+                /* exactly the frames lib/icrc does not fuse into the copy */
+                EXPECT_EQ(due, !(covered >= icrc_fuse_min && icrc_fused_copy()))
+                    << "len " << len << " v6 " << v6 << " vlan " << vlan;
+                if (due) pkt_icrc_fill(later);
+                EXPECT_EQ(std::memcmp(rte_pktmbuf_mtod(whole, uint8_t *),
+                                      rte_pktmbuf_mtod(later, uint8_t *), whole->pkt_len),
+                          0)
+                    << "len " << len << " v6 " << v6 << " vlan " << vlan;
+                rte_pktmbuf_free(whole);
+                rte_pktmbuf_free(later);
+            }
+        }
+}
+
+/* pkt_build only stores to the mbuf's header (no rte_pktmbuf_reset): an
+ * mbuf that went back to the pool with stale fields must still leave as
+ * rte_pktmbuf_alloc would have made it, in a plain pool and in one with
+ * pinned external buffers (the rte_pktmbuf_alloc path). */
+TEST(pkt_test, built_mbufs_are_reset_whatever_the_pool_held) {
+    static const rte_pktmbuf_extmem ext = [] {
+        rte_pktmbuf_extmem e{};
+        e.elt_size = RTE_PKTMBUF_HEADROOM + 2048;
+        e.buf_len = 64 * e.elt_size;
+        e.buf_ptr = std::aligned_alloc(4096, e.buf_len);
+        e.buf_iova = RTE_BAD_IOVA;
+        return e;
+    }();
+    static rte_mempool *pinned =
+        rte_pktmbuf_pool_create_extbuf("uroce_tp_ext", 63, 0, 0, uint16_t(ext.elt_size),
+                                       SOCKET_ID_ANY, const_cast<rte_pktmbuf_extmem *>(&ext), 1);
+    ASSERT_NE(pinned, nullptr) << rte_strerror(rte_errno);
+    static rte_mempool *plain = rte_pktmbuf_pool_create("uroce_tp_small", 63, 0, 8,
+                                                        RTE_PKTMBUF_HEADROOM + 2048, SOCKET_ID_ANY);
+    ASSERT_NE(plain, nullptr) << rte_strerror(rte_errno);
+    for (rte_mempool *pool : {plain, pinned}) {
+        /* dirty every mbuf of the pool, as a receive path or a user would */
+        std::vector<rte_mbuf *> all(63);
+        ASSERT_EQ(rte_pktmbuf_alloc_bulk(pool, all.data(), unsigned(all.size())), 0);
+        for (rte_mbuf *m : all) {
+            m->ol_flags |= RTE_MBUF_F_RX_VLAN | RTE_MBUF_F_TX_TCP_CKSUM;
+            m->packet_type = 0x1234;
+            m->vlan_tci = 0x77;
+            m->vlan_tci_outer = 0x88;
+            m->port = 3;
+            m->tx_offload = ~0ull;
+            m->data_off = 7;
+        }
+        rte_pktmbuf_free_bulk(all.data(), unsigned(all.size()));
+
+        hdr_template t;
+        make_hdr_template(t, make_path(false, true), false);
+        bth_fields b;
+        b.opcode = to_u8(ib_opcode::rc_send_only);
+        std::vector<uint8_t> payload(64, 0x5a);
+        payload_src src;
+        src.flat = payload.data();
+        for (int i = 0; i < 63; ++i) {
+            rte_mbuf *m = pkt_build(pool, t, b, ext_fields{}, &src, 64, 1);
+            ASSERT_NE(m, nullptr);
+            all[size_t(i)] = m;
+            EXPECT_EQ(m->data_off, RTE_PKTMBUF_HEADROOM);
+            EXPECT_EQ(rte_pktmbuf_mtod(m, uint8_t *),
+                      static_cast<uint8_t *>(m->buf_addr) + RTE_PKTMBUF_HEADROOM);
+            EXPECT_EQ(m->nb_segs, 1);
+            EXPECT_EQ(m->next, nullptr);
+            EXPECT_EQ(rte_mbuf_refcnt_read(m), 1);
+            EXPECT_EQ(m->port, RTE_MBUF_PORT_INVALID);
+            EXPECT_EQ(m->ol_flags & ~RTE_MBUF_F_EXTERNAL, 0u);
+            EXPECT_EQ(m->ol_flags & RTE_MBUF_F_EXTERNAL, pool == pinned ? RTE_MBUF_F_EXTERNAL : 0u);
+            EXPECT_EQ(m->packet_type, 0u);
+            EXPECT_EQ(m->vlan_tci, 0);
+            EXPECT_EQ(m->vlan_tci_outer, 0);
+            EXPECT_EQ(m->l2_len, t.l2_len);
+            EXPECT_EQ(m->l3_len, t.l3_len);
+            EXPECT_EQ(m->l4_len, sizeof(udp_hdr));
+            EXPECT_EQ(m->tso_segsz, 0);
+            EXPECT_EQ(m->pkt_len, m->data_len);
+            roce_packet p;
+            ASSERT_EQ(parse_frame_verified(rte_pktmbuf_mtod(m, const uint8_t *), m->pkt_len, p),
+                      parse_error::ok);
+            EXPECT_EQ(std::memcmp(p.payload(), payload.data(), payload.size()), 0);
+        }
+        /* the pool is empty now: a build fails cleanly */
+        EXPECT_EQ(pkt_build(pool, t, b, ext_fields{}, &src, 64, 1), nullptr);
+        /* a frame longer than the pool's data room is refused, not overrun */
+        rte_pktmbuf_free(all.back());
+        all.pop_back();
+        std::vector<uint8_t> big(4096, 1);
+        src.flat = big.data();
+        EXPECT_EQ(pkt_build(pool, t, b, ext_fields{}, &src, 4096, 1), nullptr);
+        EXPECT_EQ(rte_mempool_avail_count(pool), 1u); /* and nothing leaked */
+        rte_pktmbuf_free_bulk(all.data(), unsigned(all.size()));
+    }
+}
