@@ -54,6 +54,7 @@ device::~device() {
             timers_.cancel(q->rnr_timer);
             timers_.cancel(q->probe_timer);
         }
+    tx_port_full_ = false; /* one last offer */
     tx_flush();
     if (tx_n_) rte_pktmbuf_free_bulk(tx_q_, tx_n_); /* the port took no more */
 }

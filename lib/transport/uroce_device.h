@@ -208,6 +208,9 @@ class device {
      * [tx_icrc_done_, tx_n_); the frames before tx_icrc_done_ have theirs. */
     bool tx_icrc_due_[tx_queue_cap];
     unsigned tx_icrc_done_ = 0;
+    /* The port refused frames since this poll began: tx_flush waits for the
+     * next poll instead of offering them again at once. */
+    bool tx_port_full_ = false;
     /* tx() flushes once this many frames are queued: a batch more than the
      * driver last refused */
     unsigned tx_next_flush_ = tx_batch;

@@ -18,7 +18,12 @@ namespace uroce {
  * stays queued, in order, for the next flush (back-pressure: the scheduler
  * stops producing while the queue lacks room), and is counted as a stall. */
 unsigned device::tx_flush() {
-    if (!tx_n_) return 0;
+    /* A port that refused frames in this poll is not asked again before
+     * the next (poll() clears tx_port_full_): with thousands of QPs behind
+     * a full ring, the retries from the scheduler and the receive path,
+     * each offering a batch and moving the queue, took a tenth of the
+     * core. */
+    if (!tx_n_ || tx_port_full_) return 0;
     for (unsigned i = tx_icrc_done_; i < tx_n_; ++i)
         if (tx_icrc_due_[i]) pkt_icrc_fill(tx_q_[i]);
     unsigned sent = 0;
@@ -37,6 +42,7 @@ unsigned device::tx_flush() {
     }
     if (sent < tx_n_) {
         ++cnt_.tx_stalls;
+        tx_port_full_ = true;
         std::memmove(tx_q_, tx_q_ + sent, (tx_n_ - sent) * sizeof(tx_q_[0]));
     }
     tx_n_ -= sent;
@@ -65,7 +71,7 @@ unsigned device::run_scheduled() {
     }
     while (round_left_) {
         if (tx_room() < tx_turn_max) {
-            tx_flush();
+            tx_flush(); /* nothing if the port refused in this poll */
             if (tx_room() < tx_turn_max) {
                 /* the port is full: the rest wait for the next poll, in order */
                 ++cnt_.tx_deferred_turns;
@@ -100,6 +106,7 @@ unsigned device::run_scheduled() {
 /* Timers first (a retransmit or RNR timer schedules its QP), then what the
  * port refused last time, then the QPs, then whatever is left queued. */
 unsigned device::poll(uint64_t now) {
+    tx_port_full_ = false; /* the port may have room again */
     timers_.advance(now);
     unsigned n = tx_n_ ? tx_flush() : 0; /* what the port refused last time goes first */
     n += run_scheduled();

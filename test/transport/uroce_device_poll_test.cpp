@@ -2,7 +2,8 @@
  * The device's hot path (uroce_device_poll.cpp): the driver contract on TX
  * (a driver that takes only part of a burst: back-pressure, what it refuses
  * is kept and sent later, nothing lost, nothing retransmitted), and poll()
- * reporting idle once nothing is left to send, and a TX pool that runs dry
+ * reporting idle once nothing is left to send, a refusing port offered
+ * frames once per poll, and a TX pool that runs dry
  * with many QPs scheduled (one wait per poll, then everything completes) or
  * under a retry (its timeouts spend no retries while nothing can be sent).
  */
@@ -40,11 +41,13 @@ class blocked_netdev final : public netdev {
   public:
     explicit blocked_netdev(memlink_port *p) : port_(p) {}
     uint16_t tx_burst(rte_mbuf **pkts, uint16_t n) override {
+        ++calls;
         return blocked ? 0 : port_->tx_burst(pkts, n);
     }
     const uint8_t *mac() const override { return port_->mac(); }
     netdev_caps caps() const override { return port_->caps(); }
     bool blocked = true;
+    uint64_t calls = 0;
 
   private:
     memlink_port *port_;
@@ -307,6 +310,52 @@ TEST_F(device_poll, probes_never_overflow_a_full_tx_queue) {
         EXPECT_EQ(e.status, wc_status::success) << e.wr_id << ": " << wc_status_str(e.status);
     EXPECT_EQ(src, dst);
     EXPECT_EQ(a.ctx->counters().tx_drops, 0u);
+    destroy_pairs(qa, qb);
+}
+
+/* A port that refused frames is not offered them again before the next
+ * poll: not by the scheduler when the queue lacks room for a turn, not by
+ * the receive path's flush. With thousands of QPs behind a full ring those
+ * retries (a batch offered, the queue moved) took a tenth of the core. Once
+ * the port has room, everything goes, in order. */
+TEST_F(device_poll, a_refusing_port_is_offered_frames_once_per_poll) {
+    make_link();
+    blocked_netdev port_b(b.port);
+    open_on(a, a.port, gid::from_ipv4(0x0a000001), mac_a);
+    open_on(b, &port_b, gid::from_ipv4(0x0a000002), mac_b);
+    constexpr size_t n_qps = 256, len = 64;
+    std::vector<qp *> qa, qb;
+    make_pairs(n_qps, qa, qb);
+    std::vector<uint8_t> src(n_qps * len), dst(n_qps * len);
+    mr *ms = reg(a, src.data(), src.size());
+    mr *md = reg(b, dst.data(), dst.size());
+    fill_pattern(src.data(), src.size(), 5);
+    /* b answers each WRITE with an ACK: 256 QPs' ACKs do not fit b's queue */
+    for (size_t i = 0; i < n_qps; ++i)
+        ASSERT_EQ(post_one(a, wr_opcode::rdma_write, src.data() + i * len, len, ms, i,
+                           reinterpret_cast<uint64_t>(dst.data() + i * len), mr_rkey(md),
+                           send_signaled, qa[i]),
+                  verbs_error::ok);
+    a.ctx->poll();
+    for (int round = 0; round < 4; ++round) {
+        const uint64_t calls = port_b.calls;
+        /* the receive path's flush, then a poll: one offer between them */
+        rte_mbuf *in[32];
+        uint16_t k;
+        while ((k = b.port->rx_burst(in, 32)) != 0)
+            b.ctx->rx_burst(in, k);
+        b.ctx->poll();
+        EXPECT_LE(port_b.calls - calls, round == 0 ? 2u : 1u) << "round " << round;
+    }
+    EXPECT_GT(b.ctx->counters().tx_stalls, 0u);
+    EXPECT_GT(b.ctx->counters().tx_deferred_turns, 0u);
+    port_b.blocked = false;
+    auto sw = poll_n(a.scq, n_qps);
+    ASSERT_EQ(sw.size(), n_qps);
+    for (auto &e : sw)
+        EXPECT_EQ(e.status, wc_status::success) << e.wr_id << ": " << wc_status_str(e.status);
+    EXPECT_EQ(src, dst);
+    EXPECT_EQ(b.ctx->counters().tx_drops, 0u);
     destroy_pairs(qa, qb);
 }
 
