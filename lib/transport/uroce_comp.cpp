@@ -100,10 +100,13 @@ bool comp_outstanding(const qp *q) {
     return q->sq_comp != q->req.wqe || q->req.offset != 0 || psn_diff(q->req.psn, q->comp.psn) > 0;
 }
 
-void comp_arm_retrans(qp *q) {
+void comp_arm_retrans(qp *q, uint64_t now) {
     uint64_t t = local_ack_timeout_ns(q->attr.timeout);
     if (!t) return; /* timeout 0: the local ACK timer is disabled (IBTA 9.7.6.1.3) */
-    q->dev->timers().arm(q->retrans_timer, q->dev->now_ns(), t);
+    q->dev->timers().arm(q->retrans_timer, now, t);
+}
+void comp_arm_retrans(qp *q) {
+    comp_arm_retrans(q, q->dev->now_ns());
 }
 
 /* Keep the requester at or after the completer: after a go-back-N restart,
@@ -118,6 +121,7 @@ static void requester_catch_up(qp *q) {
  * behind it, both retry counters start over, and the retransmit timer
  * restarts while anything is still outstanding (IBTA 9.7.6.1.3). */
 static void record_forward_progress(qp *q) {
+    const uint64_t now = q->dev->now_ns(); /* one clock read for both timers and the RTT */
     requester_catch_up(q);
     q->comp.retry_left = q->attr.retry_cnt;
     q->comp.rnr_left = q->attr.rnr_retry;
@@ -125,10 +129,10 @@ static void record_forward_progress(qp *q) {
     if (q->comp.rerequest_pending && psn_diff(q->comp.psn, q->comp.rerequest_end) >= 0)
         q->comp.rerequest_pending = false;
     if (comp_outstanding(q))
-        comp_arm_retrans(q);
+        comp_arm_retrans(q, now);
     else
         q->dev->timers().cancel(q->retrans_timer);
-    loss_on_progress(q);
+    loss_on_progress(q, now);
 }
 
 /* What started a retry: the local ACK timer, a PSN sequence error NAK, a

@@ -71,19 +71,25 @@ uint64_t loss_probe_delay_ns(const qp *q) {
 }
 
 /* (Re)start the silence the timer measures: a PTO from now. */
-static void rearm_probe(qp *q) {
+static void rearm_probe(qp *q, uint64_t now) {
     q->loss.probe_ref_psn = q->loss.ackreq_psn;
     q->loss.probe_ref_max = q->req.max_psn_sent;
-    q->dev->timers().arm(q->probe_timer, q->dev->now_ns(), loss_probe_delay_ns(q));
+    q->dev->timers().arm(q->probe_timer, now, loss_probe_delay_ns(q));
+}
+static void rearm_probe(qp *q) {
+    rearm_probe(q, q->dev->now_ns());
 }
 
-static void arm_probe(qp *q) {
+static void arm_probe(qp *q, uint64_t now) {
     if (q->loss.probes >= probe_max || !q->dev->config().tail_loss_probe) {
         q->dev->timers().cancel(q->probe_timer);
         return;
     }
     q->loss.gap_waited = false; /* a new silence: one deferral for it */
-    rearm_probe(q);
+    rearm_probe(q, now);
+}
+static void arm_probe(qp *q) {
+    arm_probe(q, q->dev->now_ns());
 }
 
 void loss_on_send(qp *q, uint32_t psn, bool ack_req, bool resend) {
@@ -191,11 +197,11 @@ static void probe_was_spurious(qp *q) {
     l.calm = 0;
 }
 
-void loss_on_progress(qp *q) {
+void loss_on_progress(qp *q, uint64_t now) {
     auto &l = q->loss;
     if (l.rtt_timing && psn_diff(q->comp.psn, l.rtt_psn) > 0) {
         l.rtt_timing = false;
-        const uint64_t r = q->dev->now_ns() - l.rtt_start_ns;
+        const uint64_t r = now - l.rtt_start_ns;
         rtt_sample(q, r);
         update_window(q, uint32_t(psn_diff(q->comp.psn, l.rtt_comp_psn)), r);
     }
@@ -209,7 +215,7 @@ void loss_on_progress(qp *q) {
          * after the probe: the answer is the original's, the probe was
          * spurious (RFC 8985 leaves this to DSACK; a responder's duplicate
          * ACK is not told apart from its first here, the time is). */
-        if (l.min_rtt_ns && q->dev->now_ns() - l.probe_ns < l.min_rtt_ns)
+        if (l.min_rtt_ns && now - l.probe_ns < l.min_rtt_ns)
             probe_was_spurious(q);
         else
             l.probe_watch = true; /* unless its duplicate's ACK follows */
@@ -219,7 +225,7 @@ void loss_on_progress(qp *q) {
     l.probes = 0;
     l.probe_pkts = 0;
     if (comp_outstanding(q))
-        arm_probe(q);
+        arm_probe(q, now);
     else
         q->dev->timers().cancel(q->probe_timer);
 }
@@ -278,7 +284,7 @@ static bool poll_gap_hid_silence(const qp *q) {
     /* armed a PTO before its deadline: the PTO it was armed with (RTT
      * samples and probes re-arm it; a back-off step taken on a duplicate
      * ACK only lengthens it, which makes the silence look longer) */
-    const uint64_t due = q->probe_timer.expire_tick << timer_wheel::tick_shift;
+    const uint64_t due = q->probe_timer.due_tick << timer_wheel::tick_shift;
     const uint64_t armed = due > pto ? due - pto : 0;
     /* a gap outside the RTT's measured spread, and at least half the PTO */
     uint64_t long_gap = q->loss.srtt_ns + 4 * q->loss.rttvar_ns;

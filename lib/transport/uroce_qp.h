@@ -333,11 +333,12 @@ void comp_complete_wqe(qp *q, send_wqe &w);
 void comp_retrans_timeout(void *arg);
 void comp_rnr_timeout(void *arg);
 void comp_arm_retrans(qp *q);
+void comp_arm_retrans(qp *q, uint64_t now); /* now: the device clock, read by the caller */
 bool comp_outstanding(const qp *q);
 
 /* ---- uroce_loss.cpp: RTT estimate and tail-loss probe (every peer) */
 void loss_on_send(qp *q, uint32_t psn, bool ack_req, bool resend);
-void loss_on_progress(qp *q);
+void loss_on_progress(qp *q, uint64_t now); /* now: the device clock */
 void loss_on_response(qp *q);
 void loss_on_dup_response(qp *q, uint32_t psn);
 void loss_reset(qp *q);

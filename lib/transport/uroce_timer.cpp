@@ -47,10 +47,12 @@ void timer_wheel::cascade(uint64_t rev) {
 }
 
 void timer_wheel::arm(timer_node &t, uint64_t now_ns, uint64_t delay_ns) {
-    cancel(t);
     /* Round up so a timer never fires early. */
     uint64_t expire = (now_ns + delay_ns + (1u << tick_shift) - 1) >> tick_shift;
     if (expire <= cur_tick_) expire = cur_tick_ + 1;
+    t.due_tick = expire;
+    if (t.armed() && t.expire_tick <= expire) return; /* filed sooner: re-filed when reached */
+    cancel(t);
     t.expire_tick = expire;
     insert(t);
     ++armed_;
@@ -104,7 +106,15 @@ unsigned timer_wheel::advance(uint64_t now_ns) {
         timer_node *t = head.next;
         while (t != &head) {
             timer_node *next = t->next;
-            if (t->expire_tick <= now_tick) {
+            if (t->expire_tick <= now_tick && t->due_tick > now_tick) {
+                /* re-armed later since it was filed: to its due tick, which
+                 * is in another slot (within a revolution of this tick, or
+                 * in the far wheel) */
+                t->prev->next = t->next;
+                t->next->prev = t->prev;
+                t->expire_tick = t->due_tick;
+                insert(*t);
+            } else if (t->expire_tick <= now_tick) {
                 cancel(*t);
                 ++fired;
                 t->fn(t->arg);    /* may re-arm t or others */

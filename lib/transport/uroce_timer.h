@@ -14,7 +14,8 @@ namespace uroce {
 struct timer_node {
     timer_node *prev = nullptr;
     timer_node *next = nullptr;
-    uint64_t expire_tick = 0;
+    uint64_t expire_tick = 0; /* the tick it is filed under */
+    uint64_t due_tick = 0;    /* the tick it fires at: expire_tick or later */
     void (*fn)(void *arg) = nullptr;
     void *arg = nullptr;
 
@@ -31,7 +32,12 @@ class timer_wheel {
     timer_wheel &operator=(const timer_wheel &) = delete;
 
     void start(uint64_t now_ns) { cur_tick_ = now_ns >> tick_shift; }
-    /* (Re)arm t to fire no earlier than now + delay_ns. */
+    /* (Re)arm t to fire no earlier than now + delay_ns. A timer armed to
+     * fire sooner stays where it is filed and only takes the new due tick;
+     * the wheel files it again when it gets there. A QP's ACK timer and
+     * tail-loss probe restart on every response: moving them each time
+     * unlinked and linked two other QPs' timers, cold lines with thousands
+     * of QPs, for a timer that moves once per period this way. */
     void arm(timer_node &t, uint64_t now_ns, uint64_t delay_ns);
     void cancel(timer_node &t);
     /* Fire every timer due at now_ns; returns how many fired. */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * Timer wheel: never early, fires once, cancel, re-arm from a callback,
+ * Timer wheel: never early, fires once, cancel, re-arm from a callback, a
+ * later re-arm that leaves the timer filed,
  * timers beyond one revolution, long jumps of the clock; PSN arithmetic.
  */
 #include <gtest/gtest.h>
@@ -82,6 +83,55 @@ TEST(timer_wheel_test, cancel_and_rearm) {
         w.advance(now);
     }
     EXPECT_EQ(c.fired, 4);
+}
+
+/* Re-arming a timer to fire later leaves it where it is filed (its
+ * neighbours in the slot's list are not touched: with thousands of QPs
+ * they are other QPs' cold lines) and it fires at the later time, never at
+ * the earlier one; re-arming it sooner moves it. Within a revolution and
+ * beyond (an ACK timeout of 67 ms is 16 revolutions). */
+TEST(timer_wheel_test, rearming_later_leaves_the_timer_filed_and_fires_then) {
+    for (uint64_t delay : {50'000ull, 67'000'000ull}) {
+        timer_wheel w;
+        uint64_t now = 1'000'000;
+        w.start(now);
+        counter_t ca, cb, cc;
+        timer_node a, b, c;
+        a.fn = b.fn = c.fn = on_fire;
+        a.arg = &ca;
+        b.arg = &cb;
+        c.arg = &cc;
+        /* three timers filed under one tick, a between b and c */
+        w.arm(b, now, delay);
+        w.arm(a, now, delay);
+        w.arm(c, now, delay);
+        ASSERT_EQ(a.prev, &b);
+        ASSERT_EQ(a.next, &c);
+        for (int i = 1; i <= 20; ++i) { /* a response every delay / 10 */
+            w.advance(now + uint64_t(i) * delay / 10);
+            w.arm(a, now + uint64_t(i) * delay / 10, delay);
+            if (i < 10) {
+                EXPECT_EQ(a.prev, &b) << i; /* not unlinked, nor anyone else */
+                EXPECT_EQ(a.next, &c) << i;
+                EXPECT_EQ(b.next, &a) << i;
+                EXPECT_EQ(c.prev, &a) << i;
+            }
+            EXPECT_EQ(ca.fired, 0) << "fired early, response " << i;
+        }
+        EXPECT_EQ(cb.fired, 1);
+        EXPECT_EQ(cc.fired, 1);
+        EXPECT_EQ(w.armed_count(), 1u);
+        const uint64_t last = now + 20 * delay / 10;
+        EXPECT_EQ(w.advance(last + delay - 2048), 0u);
+        EXPECT_EQ(w.advance(last + delay + 1024), 1u);
+        EXPECT_EQ(ca.fired, 1);
+        /* re-armed sooner: moved, fires at the sooner time */
+        w.arm(a, last + delay + 2048, delay);
+        w.arm(a, last + delay + 2048, delay / 4);
+        EXPECT_EQ(w.advance(last + delay + 2048 + delay / 4 + 1024), 1u);
+        EXPECT_EQ(ca.fired, 2);
+        EXPECT_EQ(w.armed_count(), 0u);
+    }
 }
 
 TEST(timer_wheel_test, beyond_one_revolution_and_long_jumps) {
