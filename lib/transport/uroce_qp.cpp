@@ -161,11 +161,9 @@ verbs_error qp_init(qp *q, const qp_init_attr &a) {
     q->sq_sges = std::make_unique<sge[]>(size_t(n) * q->cap.max_send_sge);
     if (q->cap.max_inline_data)
         q->sq_inline = std::make_unique<uint8_t[]>(size_t(n) * q->cap.max_inline_data);
-    for (uint32_t i = 0; i < n; ++i) {
+    q->sq_atomic = std::make_unique<wqe_atomic[]>(n);
+    for (uint32_t i = 0; i < n; ++i)
         q->sq[i].sg = &q->sq_sges[size_t(i) * q->cap.max_send_sge];
-        q->sq[i].inline_buf =
-            q->cap.max_inline_data ? &q->sq_inline[size_t(i) * q->cap.max_inline_data] : nullptr;
-    }
     q->sq_mask = n - 1;
     if (!a.srq) q->rq.init(q->cap.max_recv_wr, q->cap.max_recv_sge);
     uint32_t rsge = a.srq ? a.srq->rq.max_sge() : q->cap.max_recv_sge;

@@ -46,36 +46,50 @@ inline constexpr uint32_t gsi_qp_qkey = 0x80010000u;
 
 enum class wqe_state : uint8_t { posted, issued, done, error };
 
-struct send_wqe {
+/* A send WQE is one cache line: what posting writes and the requester and
+ * the completer read, per message. With thousands of QPs each of its lines
+ * is a miss at posting and again at completion (it was two lines). Its
+ * scatter list, inline data and atomic operands sit in the QP's side
+ * arrays at the WQE's index (sq_sges, sq_inline, sq_atomic): read only by
+ * the packet that needs them. */
+struct alignas(64) send_wqe {
     uint64_t wr_id = 0;
-    wr_opcode opcode = wr_opcode::send;
-    unsigned flags = 0;
+    uint64_t length = 0;
+    union {
+        uint64_t remote_addr = 0; /* RDMA and atomic: the remote VA */
+        struct ah *ah;            /* UD: the address handle */
+    };
+    union {
+        uint32_t rkey = 0;   /* RDMA and atomic */
+        uint32_t remote_qpn; /* UD */
+    };
+    uint32_t remote_qkey = 0; /* UD */
     /* as in send_wr: SEND/WRITE_WITH_IMM carry imm_data (network order),
      * SEND_WITH_INV the rkey the responder is to invalidate (IBTA 9.4.4) */
     union {
         uint32_t imm_data = 0;
         uint32_t invalidate_rkey;
     };
-    uint64_t remote_addr = 0;
-    uint32_t rkey = 0;
-    uint64_t compare_add = 0;
-    uint64_t swap = 0;
-    struct ah *ah = nullptr;
-    uint32_t remote_qpn = 0;
-    uint32_t remote_qkey = 0;
-    uint32_t num_sge = 0;
-    uint64_t length = 0;
-    sge *sg = nullptr;
-    uint8_t *inline_buf = nullptr;
+    uint32_t first_psn = 0;
+    uint32_t last_psn = 0;
+    uint16_t flags = 0; /* send_flags */
+    uint16_t num_sge = 0;
+    wr_opcode opcode = wr_opcode::send;
+    wqe_state state = wqe_state::posted;
+    wc_status status = wc_status::success;
     bool is_inline = false;
     bool signaled = false;
     bool rd_counted = false; /* counted in req.rd_atomic_outstanding */
-    wqe_state state = wqe_state::posted;
-    wc_status status = wc_status::success;
-    uint32_t first_psn = 0;
-    uint32_t last_psn = 0;
     /* selective repeat: may be placed before earlier requests (uroce_sack.cpp) */
     bool sr_independent = false;
+    sge *sg = nullptr; /* the QP's sq_sges at this WQE's index */
+};
+static_assert(sizeof(send_wqe) == 64, "a send WQE is one cache line");
+
+/* An atomic WR's operands (send_wr::wr.atomic), beside its WQE. */
+struct wqe_atomic {
+    uint64_t compare_add = 0;
+    uint64_t swap = 0;
 };
 
 /* A responder resource for a READ or an atomic (IBTA 9.7.5.1.4: the
@@ -267,7 +281,8 @@ struct qp {
     void *qp_context = nullptr;
     qp_cap cap;
     std::unique_ptr<sge[]> sq_sges;
-    std::unique_ptr<uint8_t[]> sq_inline;
+    std::unique_ptr<uint8_t[]> sq_inline;    /* cap.max_inline_data per WQE */
+    std::unique_ptr<wqe_atomic[]> sq_atomic; /* one per WQE */
     /* selective repeat with a uroce peer (attr.selective_repeat; uroce_sack.cpp) */
     sr_state sr;
 };
@@ -284,11 +299,9 @@ static inline void qp_prefetch(const qp *q) {
 }
 
 /* The second stage, once q's own lines are in: the queue entries the next
- * frame or turn for q reads first. A send WQE spans two lines. */
+ * frame or turn for q reads first. A send WQE is one line. */
 static inline void qp_prefetch_send_wqe(const qp *q, uint32_t idx) {
-    const char *w = reinterpret_cast<const char *>(&q->sq[idx & q->sq_mask]);
-    rte_prefetch0(w);
-    rte_prefetch0(w + sizeof(send_wqe) - 1);
+    rte_prefetch0(&q->sq[idx & q->sq_mask]);
 }
 /* The receive WQE that the k-th SEND of a run for q will take (the QP's
  * own ring; an SRQ's front moves under other QPs' frames). */
@@ -383,6 +396,16 @@ static inline send_wqe &sq_at(qp *q, uint32_t idx) {
 }
 static inline const send_wqe &sq_at(const qp *q, uint32_t idx) {
     return q->sq[idx & q->sq_mask];
+}
+/* A WQE's side-array entries (its place in q->sq). */
+static inline size_t sq_index(const qp *q, const send_wqe &w) {
+    return size_t(&w - q->sq.get());
+}
+static inline uint8_t *sq_inline_at(const qp *q, const send_wqe &w) {
+    return &q->sq_inline[sq_index(q, w) * q->cap.max_inline_data];
+}
+static inline wqe_atomic &sq_atomic_at(const qp *q, const send_wqe &w) {
+    return q->sq_atomic[sq_index(q, w)];
 }
 
 } // namespace uroce

@@ -59,7 +59,7 @@ verbs_error req_post_send(qp *q, send_wr *wr, send_wr **bad_wr) {
         send_wqe &w = sq_at(q, q->sq_head);
         w.wr_id = wr->wr_id;
         w.opcode = wr->opcode;
-        w.flags = wr->send_flags;
+        w.flags = uint16_t(wr->send_flags);
         if (wr_opcode_lookup(wr->opcode).has(wr_flag::has_inv))
             w.invalidate_rkey = wr->invalidate_rkey;
         else
@@ -69,12 +69,10 @@ verbs_error req_post_send(qp *q, send_wr *wr, send_wr **bad_wr) {
         w.state = wqe_state::posted;
         w.status = wc_status::success;
         w.rd_counted = false;
-        w.ah = nullptr;
         if (wr_opcode_lookup(wr->opcode).has(wr_flag::atomic)) {
             w.remote_addr = wr->wr.atomic.remote_addr;
             w.rkey = wr->wr.atomic.rkey;
-            w.compare_add = wr->wr.atomic.compare_add;
-            w.swap = wr->wr.atomic.swap;
+            sq_atomic_at(q, w) = {wr->wr.atomic.compare_add, wr->wr.atomic.swap};
         } else if (q->type == qp_type::ud) {
             w.ah = wr->wr.ud.ah;
             w.remote_qpn = wr->wr.ud.remote_qpn;
@@ -85,7 +83,7 @@ verbs_error req_post_send(qp *q, send_wr *wr, send_wr **bad_wr) {
         }
         w.is_inline = (wr->send_flags & send_inline) && len > 0;
         if (w.is_inline) {
-            uint8_t *p = w.inline_buf;
+            uint8_t *p = sq_inline_at(q, w);
             for (int i = 0; i < wr->num_sge; ++i) {
                 std::memcpy(p, reinterpret_cast<const void *>(wr->sg_list[i].addr),
                             wr->sg_list[i].length);
@@ -93,7 +91,7 @@ verbs_error req_post_send(qp *q, send_wr *wr, send_wr **bad_wr) {
             }
             w.num_sge = 0;
         } else {
-            w.num_sge = uint32_t(wr->num_sge);
+            w.num_sge = uint16_t(wr->num_sge);
             for (int i = 0; i < wr->num_sge; ++i)
                 w.sg[i] = wr->sg_list[i];
         }
@@ -260,7 +258,7 @@ static build_status build_req_pkt(qp *q, const send_wqe &w, uint32_t psn, uint64
     payload_src src;
     src.sg = w.sg;
     src.num_sge = w.num_sge;
-    src.flat = w.is_inline ? w.inline_buf : nullptr;
+    src.flat = w.is_inline ? sq_inline_at(q, w) : nullptr;
     uint32_t payload = 0;
     uint32_t npsn = 1;
     bool last_pkt = true;
@@ -298,8 +296,9 @@ static build_status build_req_pkt(qp *q, const send_wqe &w, uint32_t psn, uint64
                                                                    : ib_opcode::rc_fetch_add);
         x.va = w.remote_addr;
         x.rkey = w.rkey;
-        x.swap_add = w.opcode == wr_opcode::atomic_cmp_and_swp ? w.swap : w.compare_add;
-        x.compare = w.compare_add;
+        const wqe_atomic &a = sq_atomic_at(q, w);
+        x.swap_add = w.opcode == wr_opcode::atomic_cmp_and_swp ? a.swap : a.compare_add;
+        x.compare = a.compare_add;
     } else {
         uint64_t rem = w.length - off;
         bool first = off == 0;
