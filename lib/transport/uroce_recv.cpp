@@ -162,7 +162,7 @@ static inline void prefetch_frame(const rte_mbuf *m) {
     const uint32_t len = m->data_len < icrc_fuse_min ? m->data_len : uint32_t(icrc_fuse_min);
     for (uint32_t off = 0; off < len; off += RTE_CACHE_LINE_SIZE)
         rte_prefetch0(f + off);
-    rte_prefetch0(f + len - 1);
+    if (len) rte_prefetch0(f + len - 1); /* the last line, where f is not line-aligned */
 }
 
 void device::rx_burst(rte_mbuf **pkts, uint16_t n) {
