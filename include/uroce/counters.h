@@ -42,6 +42,8 @@ namespace uroce {
     X(dup_atomics, "duplicate atomics replayed")                                                   \
     X(out_of_seq, "out-of-sequence requests dropped")                                              \
     X(dup_responses, "stale or duplicate responses dropped")                                       \
+    X(out_of_seq_responses,                                                                        \
+      "READ responses past a gap dropped (the retry for the gap asks again)")                      \
     X(rerequests_saved, "gaps in responses not asked again: an earlier retry's re-request, still " \
                         "queued at the responder, covers them")                                    \
     X(bad_responses, "responses that match no outstanding request")                                \

@@ -470,7 +470,9 @@ static void do_read(qp *q, send_wqe &w, const roce_packet &p, rte_mbuf *m, bool 
         return;
     }
     if (psn != q->comp.psn) {
-        /* a response is missing: go back to the first one we lack */
+        /* a response is missing: go back to the first one we lack (one
+         * retry per gap: the frames after it are dropped, counted) */
+        ++q->cnt.out_of_seq_responses;
         if (advanced) record_forward_progress(q);
         retry(q, retry_cause::read_gap, psn);
         return;
