@@ -100,6 +100,7 @@ namespace uroce {
     X(tx_alloc_fail, "mbuf allocation failures")                                                   \
     X(tx_mbuf_waits, "QP turns that stopped for want of an mbuf (the QP resumes on a later poll)") \
     X(cq_overflows, "completions lost to a full CQ")                                               \
+    X(async_event_overflows, "asynchronous events lost to a full event queue")                     \
     X(timer_fires, "timers fired")                                                                 \
     X(rx_icrc_fused, "frames whose ICRC was checked while their payload was placed")               \
     X(rx_icrc_fused_errors,                                                                        \
