@@ -17,14 +17,17 @@
  */
 #include <infiniband/verbs.h>
 #include <poll.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 
 namespace {
 
@@ -32,6 +35,38 @@ constexpr int n_sends = 4;
 constexpr uint32_t srq_wqes = 8, srq_limit = 5;
 constexpr uint32_t msg_len = 64;
 int failures = 0;
+
+/* A call that does not return within 3 s: where its thread waits
+ * (/proc wchan: a futex is rdma-core waiting for events to be acked, any
+ * other name the kernel). */
+pid_t watched_tid;
+std::atomic<bool> watch_done{false};
+std::thread watcher;
+void watch_start() {
+    watched_tid = pid_t(syscall(SYS_gettid));
+    watch_done = false;
+    watcher = std::thread([] {
+        for (int i = 0; i < 30 && !watch_done; i++)
+            usleep(100 * 1000);
+        if (watch_done) return;
+        char path[64], wchan[128] = {};
+        std::snprintf(path, sizeof(path), "/proc/self/task/%d/wchan", int(watched_tid));
+        if (FILE *f = std::fopen(path, "r")) {
+            if (!std::fgets(wchan, sizeof(wchan), f)) wchan[0] = 0;
+            std::fclose(f);
+        }
+        std::fprintf(stderr, "still waiting after 3 s, in %s\n", wchan);
+    });
+}
+void watch_stop() {
+    watch_done = true;
+    watcher.join();
+}
+
+/* Where a run got to, on stderr (a hang on rxe is then placed). */
+void step(bool server, const char *what) {
+    std::fprintf(stderr, "%s: %s\n", server ? "server" : "client", what);
+}
 
 #define CHECK(cond)                                                                                \
     do {                                                                                           \
@@ -223,6 +258,7 @@ int run_side(bool server, int to_peer, int from_peer, int gid_index) {
         CHECK(write_all(to_peer, &token, 1));
     } else {
         CHECK(read_all(from_peer, &token, 1));
+        step(server, "sends done; waiting for IBV_EVENT_SRQ_LIMIT_REACHED");
         /* 8 -> 4 WQEs: below the limit of 5, once */
         ibv_async_event ev{};
         CHECK(next_object_event(ctx, &ev));
@@ -233,6 +269,7 @@ int run_side(bool server, int to_peer, int from_peer, int gid_index) {
         ibv_srq_attr q{};
         CHECK(ibv_query_srq(srq, &q) == 0 && q.srq_limit == 0);
 
+        step(server, "resizing the receive CQ");
         /* resize with the 4 completions waiting (none polled yet) */
         CHECK(ibv_resize_cq(rcq, n_sends - 1) == EINVAL);
         CHECK(ibv_resize_cq(rcq, int(da.max_cqe) + 1) == EINVAL);
@@ -255,6 +292,7 @@ int run_side(bool server, int to_peer, int from_peer, int gid_index) {
         ibv_wc extra{};
         CHECK(ibv_poll_cq(rcq, 1, &extra) == 0);
 
+        step(server, "QP to ERR; waiting for IBV_EVENT_QP_LAST_WQE_REACHED");
         /* an SRQ QP that enters ERR: Last WQE Reached, naming it */
         ibv_qp_attr a{};
         a.qp_state = IBV_QPS_ERR;
@@ -266,13 +304,33 @@ int run_side(bool server, int to_peer, int from_peer, int gid_index) {
         CHECK(qp->events_completed == 1);
     }
     CHECK(write_all(to_peer, &token, 1) && read_all(from_peer, &token, 1));
+    /* Nothing more is due; anything late is named and acked (rdma-core's
+     * ibv_destroy_qp waits for every event the kernel reported on the QP). */
+    for (;;) {
+        pollfd p{ctx->async_fd, POLLIN, 0};
+        ibv_async_event late{};
+        if (poll(&p, 1, 1000) != 1 || ibv_get_async_event(ctx, &late)) break;
+        std::fprintf(stderr, "%s: unexpected late event %s\n", server ? "server" : "client",
+                     ibv_event_type_str(late.event_type));
+        if (late.event_type != IBV_EVENT_PORT_ACTIVE) CHECK(!"late event");
+        ibv_ack_async_event(&late);
+    }
+    step(server, "destroying the QP");
     CHECK(ibv_destroy_qp(qp) == 0);
-    if (srq) CHECK(ibv_destroy_srq(srq) == 0);
+    if (srq) {
+        step(server, "destroying the SRQ");
+        watch_start();
+        CHECK(ibv_destroy_srq(srq) == 0);
+        watch_stop();
+    }
+    step(server, "destroying the CQs");
     CHECK(ibv_destroy_cq(scq) == 0);
     CHECK(ibv_destroy_cq(rcq) == 0);
+    step(server, "destroying the MR, PD, context");
     CHECK(ibv_dereg_mr(mr) == 0);
     CHECK(ibv_dealloc_pd(pd) == 0);
     CHECK(ibv_close_device(ctx) == 0);
+    step(server, "done");
     return failures ? 1 : 0;
 }
 
@@ -283,7 +341,7 @@ int run_side(bool server, int to_peer, int from_peer, int gid_index) {
  * run pairs two processes on one rxe device through pipes the same way
  * (UROCE_SRQ_EVENTS_GID: the GID index to use there). */
 int main() {
-    alarm(40);
+    alarm(60);
     const char *gid_env = std::getenv("UROCE_SRQ_EVENTS_GID");
     const int gid_index = gid_env ? std::atoi(gid_env) : 1;
     const bool on_uroce = !std::getenv("IBV_DEVICE");
