@@ -67,7 +67,7 @@ struct srq {
 };
 
 /* The SRQ fell below its armed limit: raise srq_limit_reached once and
- * disarm (uroce_device.cpp). Out of line: the responder's WQE fetch only
+ * disarm (uroce_event.cpp). Out of line: the responder's WQE fetch only
  * pays the below_limit() compare. */
 void srq_limit_reached(srq *s);
 
