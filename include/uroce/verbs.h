@@ -371,8 +371,8 @@ enum srq_attr_mask : unsigned {
 /* ---------------------------------------------------------------- asynchronous events */
 
 /* ibv_event_type: the values of rdma-core's enum. The device raises
- * srq_limit_reached, qp_last_wqe_reached, qp_fatal, qp_req_err and
- * qp_access_err (when, below at get_async_event); port events are the
+ * srq_limit_reached, qp_last_wqe_reached, qp_fatal, qp_req_err,
+ * qp_access_err and cq_err (when: below at get_async_event); port events are the
  * port's owner's business (compat/ raises port_active / port_err). */
 enum class event_type : uint8_t {
     cq_err = 0,
@@ -562,6 +562,8 @@ UROCE_API verbs_error connect_qp(qp *q, const qp_connect_attr &a);
  * without the blocking: poll it from the loop that drives the device).
  * false: none queued. The device raises
  *  - srq_limit_reached (srq): an armed SRQ fell below its limit (modify_srq);
+ *  - cq_err (cq): a completion was lost to a full CQ (counted in
+ *    cq_overflows too), once per lost completion, as rxe_cq_post;
  *  - qp_last_wqe_reached (qp): a QP attached to an SRQ entered ERR, by
  *    modify_qp or by the transport; it takes no more WQEs from the SRQ
  *    (IBTA 11.6.3.1; rxe raises it when the ERR QP's receive side is

@@ -3,7 +3,8 @@
  * limit fires once when the responder takes the SRQ below it and disarms
  * (rxe_resp.c get_srq_wqe); Last WQE Reached for an SRQ QP entering ERR,
  * by modify_qp or by the transport (rxe_resp.c flush_recv_queue); the
- * responder's fatal NAKs as QP events (IBTA 11.6.3.1); the queue's bound
+ * responder's fatal NAKs as QP events (IBTA 11.6.3.1); a full CQ's lost
+ * completions as cq_err (rxe_cq_post); the queue's bound
  * and its overflow counter; a destroyed object's events dropped.
  */
 #include <cstring>
@@ -181,6 +182,29 @@ TEST_F(event_t, responder_invalid_request_raises_qp_req_err) {
     ASSERT_EQ(ev.size(), 1u);
     EXPECT_EQ(ev[0].type, event_type::qp_req_err);
     EXPECT_EQ(ev[0].qp, b.qp);
+}
+
+TEST_F(event_t, full_cq_raises_cq_err_per_lost_completion) {
+    opt.cqe = 2;
+    setup_pair();
+    std::vector<uint8_t> src(64), dst(64);
+    mr *ms = reg(a, src.data(), src.size());
+    mr *md = reg(b, dst.data(), dst.size());
+    for (uint64_t i = 0; i < 5; ++i)
+        ASSERT_EQ(post_one(a, wr_opcode::rdma_write, src.data(), 64, ms, i,
+                           reinterpret_cast<uint64_t>(dst.data()), mr_rkey(md)),
+                  verbs_error::ok);
+    ASSERT_TRUE(run_until([&] { return device_counters(a.ctx).cq_overflows == 3; }));
+    settle();
+    auto ev = drain(a);
+    ASSERT_EQ(ev.size(), 3u);
+    for (const async_event &e : ev) {
+        EXPECT_EQ(e.type, event_type::cq_err);
+        EXPECT_EQ(e.cq, a.scq);
+    }
+    wc w[4];
+    EXPECT_EQ(poll_cq(a.scq, 4, w), 2);
+    EXPECT_TRUE(drain(b).empty());
 }
 
 TEST_F(event_t, queue_is_bounded_and_counts_overflows) {
