@@ -3,7 +3,9 @@
  * descriptors an application can poll(2): an eventfd in semaphore mode
  * per channel (and per context for async events), one count per event,
  * and the events themselves in a queue next to it. The stack's loop
- * (runtime::drive_locked) signals an armed CQ once it holds a completion.
+ * (runtime::drive_locked) signals an armed CQ once it holds a completion,
+ * and queues the device's asynchronous events (SRQ limit, QP errors) next
+ * to the port's.
  */
 #include <cerrno>
 #include <cstring>
@@ -98,8 +100,45 @@ int ibv_get_async_event(ibv_context *context, ibv_async_event *event) {
     return 0;
 }
 
-void ibv_ack_async_event(ibv_async_event *) {
-    /* Port events only (no object waits for its events to be acked). */
+/* As rdma-core: one more of the object's events acknowledged (its
+ * events_completed). Destroying the object does not wait for them (the
+ * kernel's events_reported has no twin here): its unread events are
+ * dropped instead (runtime::forget_event_obj_locked). */
+void ibv_ack_async_event(ibv_async_event *event) {
+    pthread_mutex_t *mu = nullptr;
+    pthread_cond_t *cond = nullptr;
+    uint32_t *done = nullptr;
+    switch (event->event_type) {
+    case IBV_EVENT_CQ_ERR:
+        mu = &event->element.cq->mutex;
+        cond = &event->element.cq->cond;
+        done = &event->element.cq->async_events_completed;
+        break;
+    case IBV_EVENT_QP_FATAL:
+    case IBV_EVENT_QP_REQ_ERR:
+    case IBV_EVENT_QP_ACCESS_ERR:
+    case IBV_EVENT_COMM_EST:
+    case IBV_EVENT_SQ_DRAINED:
+    case IBV_EVENT_PATH_MIG:
+    case IBV_EVENT_PATH_MIG_ERR:
+    case IBV_EVENT_QP_LAST_WQE_REACHED:
+        mu = &event->element.qp->mutex;
+        cond = &event->element.qp->cond;
+        done = &event->element.qp->events_completed;
+        break;
+    case IBV_EVENT_SRQ_ERR:
+    case IBV_EVENT_SRQ_LIMIT_REACHED:
+        mu = &event->element.srq->mutex;
+        cond = &event->element.srq->cond;
+        done = &event->element.srq->events_completed;
+        break;
+    default: /* port and device events: nothing waits for them */
+        return;
+    }
+    pthread_mutex_lock(mu);
+    ++*done;
+    pthread_cond_signal(cond);
+    pthread_mutex_unlock(mu);
 }
 
 } // extern "C"

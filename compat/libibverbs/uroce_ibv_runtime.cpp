@@ -260,6 +260,7 @@ unsigned runtime::drive_locked() {
             n += c->ch->serve();
     n += port;
     if (armed_.load(std::memory_order_acquire)) check_events_locked();
+    check_async_locked();
     const uint64_t now = monotonic_ns();
     last_drive_ns_.store(now, std::memory_order_relaxed);
     if (now >= next_link_check_ns_) {
@@ -313,6 +314,56 @@ static void queue_async(compat_context *c, const ibv_async_event &ev) {
     const uint64_t one = 1;
     if (write(c->async_fd, &one, sizeof(one)) != sizeof(one))
         std::fprintf(stderr, "uroce: async event write: %s\n", std::strerror(errno));
+}
+
+/* The device's asynchronous events, each to the context its object belongs
+ * to, as ibv_async_event names it (element.qp / srq / cq). */
+void runtime::check_async_locked() {
+    uroce::async_event ue;
+    while (uroce::get_async_event(dev(), &ue)) {
+        const void *uobj = ue.qp    ? static_cast<const void *>(ue.qp)
+                           : ue.srq ? static_cast<const void *>(ue.srq)
+                                    : static_cast<const void *>(ue.cq);
+        auto it = event_objs_.find(uobj);
+        if (it == event_objs_.end()) continue; /* not made through ibverbs (librdmacm's CM QP1) */
+        ibv_async_event ev{};
+        ev.event_type = ibv_event_type(ue.type);
+        ibv_context *ctx;
+        if (ue.qp) {
+            ev.element.qp = static_cast<ibv_qp *>(it->second);
+            ctx = ev.element.qp->context;
+        } else if (ue.srq) {
+            ev.element.srq = static_cast<ibv_srq *>(it->second);
+            ctx = ev.element.srq->context;
+        } else {
+            ev.element.cq = static_cast<ibv_cq *>(it->second);
+            ctx = ev.element.cq->context;
+        }
+        queue_async(to_ctx(ctx), ev);
+    }
+}
+
+void runtime::forget_event_obj_locked(const void *uobj, const void *ibv_obj) {
+    event_objs_.erase(uobj);
+    for (compat_context *c : contexts_) {
+        std::lock_guard<std::mutex> lock(c->async_mu);
+        std::erase_if(c->async_events, [ibv_obj](const ibv_async_event &e) {
+            switch (e.event_type) {
+            case IBV_EVENT_PORT_ACTIVE:
+            case IBV_EVENT_PORT_ERR:
+            case IBV_EVENT_LID_CHANGE:
+            case IBV_EVENT_PKEY_CHANGE:
+            case IBV_EVENT_SM_CHANGE:
+            case IBV_EVENT_CLIENT_REREGISTER:
+            case IBV_EVENT_GID_CHANGE:
+            case IBV_EVENT_DEVICE_FATAL:
+                return false;
+            default:
+                /* element is a union of pointers: compare its QP arm */
+                return static_cast<const void *>(e.element.qp) == ibv_obj;
+            }
+        });
+    }
 }
 
 void runtime::check_link_locked() {

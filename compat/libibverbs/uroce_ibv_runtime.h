@@ -26,6 +26,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -133,6 +134,12 @@ class runtime {
     /* Contexts that receive async events (lock held). */
     void add_context_locked(compat_context *c);
     void remove_context_locked(compat_context *c);
+    /* The ibverbs object (ibv_qp, ibv_srq, ibv_cq) behind a uroce one, for
+     * the device's asynchronous events (lock held). Forgetting an object
+     * also drops its events not yet read (as the kernel does,
+     * ib_uverbs_release_uevent). */
+    void add_event_obj_locked(const void *uobj, void *ibv_obj) { event_objs_[uobj] = ibv_obj; }
+    void forget_event_obj_locked(const void *uobj, const void *ibv_obj);
     /* An armed CQ was added: the loop starts checking (any thread). */
     void note_armed() { armed_.fetch_add(1, std::memory_order_release); }
 
@@ -146,6 +153,7 @@ class runtime {
     void progress_loop();
     void check_events_locked();
     void check_link_locked();
+    void check_async_locked();
     void signal_cq(compat_cq *cq);
     void nap();
     void wake_progress();
@@ -165,6 +173,7 @@ class runtime {
     std::thread progress_;
     std::vector<compat_cq *> cqs_;
     std::vector<compat_context *> contexts_;
+    std::unordered_map<const void *, void *> event_objs_;
     std::vector<std::pair<void (*)(void *), void *>> stop_hooks_;
     std::vector<std::pair<void (*)(void *), void *>> leave_hooks_; /* before the linger */
     void (*qp_release_hook_)(uroce::qp *) = nullptr;

@@ -320,7 +320,10 @@ ibv_cq *ibv_create_cq(ibv_context *context, int cqe, void *cq_context, ibv_comp_
                 if (e == verbs_error::ok) e = verbs_error::nomem;
             }
         }
-        if (c->ucq) rt.add_cq_locked(c);
+        if (c->ucq) {
+            rt.add_cq_locked(c);
+            rt.add_event_obj_locked(c->ucq, &c->cq);
+        }
     }
     if (!c->ucq) {
         delete c;
@@ -353,6 +356,7 @@ int ibv_destroy_cq(ibv_cq *cq) {
             rt.add_cq_locked(c);
             return to_errno(e);
         }
+        rt.forget_event_obj_locked(c->ucq, &c->cq);
     }
     if (c->chan) {
         /* Events of this CQ still queued on the channel are dropped (the
@@ -406,8 +410,31 @@ ibv_cq_ex *op_create_cq_ex(ibv_context *ctx, ibv_cq_init_attr_ex *attr) {
 
 extern "C" {
 
-int ibv_resize_cq(ibv_cq *, int) {
-    return unsupported("ibv_resize_cq");
+/* As rxe_resize_cq: EINVAL for a size below 1, above max_cqe or below the
+ * completions the CQ holds; those stay, in order. Here they may be in three
+ * places: the uroce CQ, and (thread mode) the work channel's completion ring
+ * or (inline mode) the stash, which ibv_poll_cq hands out first; all count.
+ * The channel's ring keeps its size: it only buffers, what does not fit
+ * waits in the uroce CQ. */
+int ibv_resize_cq(ibv_cq *cq, int cqe) {
+    compat_cq *c = to_cq(cq);
+    runtime &rt = rt_of(cq->context);
+    runtime::guard g(rt);
+    uint64_t held = uroce::cq_count(c->ucq);
+    if (c->ch) {
+        /* moved into the ring (the lock holds the mover still) minus polled
+         * (an application thread polling meanwhile only lowers it) */
+        held += c->ch->serve_counters().completions.load(std::memory_order_acquire) -
+                c->ch->app_counters().polled.load(std::memory_order_acquire);
+    } else {
+        held += c->stash.size() - c->stash_head;
+    }
+    if (cqe < 1 || uint64_t(cqe) < held) return EINVAL;
+    const verbs_error e = uroce::resize_cq(c->ucq, cqe);
+    if (e != verbs_error::ok) return to_errno(e);
+    c->depth = cqe;
+    cq->cqe = int(uroce::cq_size(c->ucq));
+    return 0;
 }
 
 /* ---------------------------------------------------------------- SRQ */
@@ -434,6 +461,10 @@ ibv_srq *ibv_create_srq(ibv_pd *pd, ibv_srq_init_attr *attr) {
         errno = to_errno(e);
         return nullptr;
     }
+    {
+        runtime::guard g(rt);
+        rt.add_event_obj_locked(s->usrq, &s->srq);
+    }
     s->max_wr = attr->attr.max_wr;
     s->max_sge = attr->attr.max_sge;
     s->limit = attr->attr.srq_limit;
@@ -445,15 +476,36 @@ ibv_srq *ibv_create_srq(ibv_pd *pd, ibv_srq_init_attr *attr) {
     return &s->srq;
 }
 
-int ibv_modify_srq(ibv_srq *, ibv_srq_attr *, int) {
-    return unsupported("ibv_modify_srq (SRQ resize and limit events)");
+/* IBV_SRQ_LIMIT arms the limit (IBV_EVENT_SRQ_LIMIT_REACHED once, then
+ * disarmed); IBV_SRQ_MAX_WR resizes, the posted WQEs kept. rxe's checks,
+ * EINVAL (uroce::modify_srq). */
+int ibv_modify_srq(ibv_srq *srq, ibv_srq_attr *attr, int attr_mask) {
+    static_assert(unsigned(IBV_SRQ_MAX_WR) == unsigned(srq_attr_max_wr) &&
+                  unsigned(IBV_SRQ_LIMIT) == unsigned(srq_attr_limit));
+    compat_srq *s = to_srq(srq);
+    runtime &rt = rt_of(srq->context);
+    uroce::srq_attr ua;
+    ua.max_wr = attr->max_wr;
+    ua.srq_limit = attr->srq_limit;
+    runtime::guard g(rt);
+    const verbs_error e = uroce::modify_srq(s->usrq, ua, unsigned(attr_mask));
+    if (e != verbs_error::ok) return to_errno(e);
+    s->max_wr = (attr_mask & IBV_SRQ_MAX_WR) ? attr->max_wr : s->max_wr;
+    return 0;
 }
 
 int ibv_query_srq(ibv_srq *srq, ibv_srq_attr *attr) {
     compat_srq *s = to_srq(srq);
-    attr->max_wr = s->max_wr;
-    attr->max_sge = s->max_sge;
-    attr->srq_limit = s->limit;
+    runtime &rt = rt_of(srq->context);
+    uroce::srq_attr ua;
+    {
+        /* the limit goes back to 0 when it fires: ask the device */
+        runtime::guard g(rt);
+        uroce::query_srq(s->usrq, &ua);
+    }
+    attr->max_wr = ua.max_wr;
+    attr->max_sge = ua.max_sge;
+    attr->srq_limit = ua.srq_limit;
     return 0;
 }
 
@@ -464,6 +516,7 @@ int ibv_destroy_srq(ibv_srq *srq) {
     {
         runtime::guard g(rt);
         e = uroce::destroy_srq(s->usrq);
+        if (e == verbs_error::ok) rt.forget_event_obj_locked(s->usrq, &s->srq);
     }
     if (e != verbs_error::ok) return to_errno(e);
     pthread_mutex_destroy(&srq->mutex);
@@ -603,6 +656,7 @@ static ibv_qp *create_qp_common(ibv_context *context, ibv_pd *pd, const ibv_qp_i
         runtime::guard g(rt);
         q->uqp = make(to_pd(pd)->upd, &ua, make_arg, &e);
         if (q->uqp) {
+            rt.add_event_obj_locked(q->uqp, &q->qpx.qp_base);
             qp_attr qa;
             qp_init_attr qi;
             if (uroce::query_qp(q->uqp, &qa, qp_attr_state, &qi) == verbs_error::ok)
@@ -791,6 +845,7 @@ int ibv_destroy_qp(ibv_qp *qp) {
         if (q->made_by_cm) rt.release_cm_qp_locked(q->uqp);
         const verbs_error e = uroce::destroy_qp(q->uqp);
         if (e != verbs_error::ok) return to_errno(e);
+        rt.forget_event_obj_locked(q->uqp, &q->qpx.qp_base);
     }
     pthread_mutex_destroy(&qp->mutex);
     pthread_cond_destroy(&qp->cond);

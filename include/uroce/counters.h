@@ -105,7 +105,9 @@ namespace uroce {
     X(timer_fires, "timers fired")                                                                 \
     X(rx_icrc_fused, "frames whose ICRC was checked while their payload was placed")               \
     X(rx_icrc_fused_errors,                                                                        \
-      "of those, bad ones: placed bytes left to the resend, nothing committed")
+      "of those, bad ones: placed bytes left to the resend, nothing committed")                    \
+    /* new counters go last: dev_counters' layout then only grows (doc/abi.md) */                  \
+    X(async_event_overflows, "asynchronous events lost to a full event queue")
 
 struct qp_counters {
 #define UROCE_X(n, d) uint64_t n = 0;

@@ -362,6 +362,48 @@ struct srq_init_attr {
     void *srq_context = nullptr;
     srq_attr attr;
 };
+/* ibv_srq_attr_mask */
+enum srq_attr_mask : unsigned {
+    srq_attr_max_wr = 1u << 0,
+    srq_attr_limit = 1u << 1,
+};
+
+/* ---------------------------------------------------------------- asynchronous events */
+
+/* ibv_event_type: the values of rdma-core's enum. The device raises
+ * srq_limit_reached, qp_last_wqe_reached, qp_fatal, qp_req_err,
+ * qp_access_err and cq_err (when: below at get_async_event); port events are the
+ * port's owner's business (compat/ raises port_active / port_err). */
+enum class event_type : uint8_t {
+    cq_err = 0,
+    qp_fatal = 1,
+    qp_req_err = 2,
+    qp_access_err = 3,
+    comm_est = 4,
+    sq_drained = 5,
+    path_mig = 6,
+    path_mig_err = 7,
+    device_fatal = 8,
+    port_active = 9,
+    port_err = 10,
+    lid_change = 11,
+    pkey_change = 12,
+    sm_change = 13,
+    srq_err = 14,
+    srq_limit_reached = 15,
+    qp_last_wqe_reached = 16,
+    client_reregister = 17,
+    gid_change = 18,
+};
+
+/* ibv_async_event: the affected object (one of qp, srq, cq; or the port). */
+struct async_event {
+    event_type type = event_type::device_fatal;
+    uroce::qp *qp = nullptr;
+    uroce::srq *srq = nullptr;
+    uroce::cq *cq = nullptr;
+    uint8_t port_num = 0;
+};
 
 /* ibv_device_attr, the fields that mean something here. */
 struct device_attr {
@@ -446,10 +488,27 @@ UROCE_API cq *create_cq(device *ctx, int cqe, void *cq_context = nullptr,
 UROCE_API verbs_error destroy_cq(cq *c);
 /* Up to num completions into wc[]; returns how many (>= 0), like ibv_poll_cq. */
 UROCE_API int poll_cq(cq *c, int num, wc *wc);
+/* ibv_resize_cq: room for cqe completions from now on; those not yet polled
+ * stay, in order. inval (as rxe_cq_chk_attr) when cqe < 1, above the
+ * device's max_cqe, or below the number of completions the CQ holds. */
+UROCE_API verbs_error resize_cq(cq *c, int cqe);
+/* The CQ's capacity (ibv_cq.cqe), and the completions it holds unpolled. */
+UROCE_API uint32_t cq_size(const cq *c);
+UROCE_API uint32_t cq_count(const cq *c);
 
 UROCE_API srq *create_srq(pd *p, const srq_init_attr &attr, verbs_error *err = nullptr);
 UROCE_API verbs_error destroy_srq(srq *s);
 UROCE_API verbs_error post_srq_recv(srq *s, recv_wr *wr, recv_wr **bad_wr);
+/* ibv_modify_srq, with rxe's checks (rxe_srq_chk_attr), all inval:
+ *  srq_attr_limit arms the limit (0 disarms): once the SRQ holds fewer than
+ *    srq_limit receive WQEs after the responder takes one, the device raises
+ *    srq_limit_reached once and disarms (limit back to 0), as rxe's
+ *    get_srq_wqe (IBTA 10.2.9.5, 11.6.3.1). A limit above max_wr;
+ *  srq_attr_max_wr resizes the ring, posted WQEs kept in order. A size of 0,
+ *    above the device's max_srq_wr, below the armed limit or below the WQEs
+ *    the SRQ holds. */
+UROCE_API verbs_error modify_srq(srq *s, const srq_attr &attr, unsigned attr_mask);
+UROCE_API verbs_error query_srq(srq *s, srq_attr *attr);
 
 UROCE_API ah *create_ah(pd *p, const ah_attr &attr, verbs_error *err = nullptr);
 UROCE_API verbs_error destroy_ah(ah *a);
@@ -496,6 +555,31 @@ UROCE_API verbs_error modify_qp_to_rtr(qp *q, const qp_connect_attr &a);
 UROCE_API verbs_error modify_qp_to_rts(qp *q, const qp_connect_attr &a);
 /* From RESET or INIT all the way to RTS. */
 UROCE_API verbs_error connect_qp(qp *q, const qp_connect_attr &a);
+
+/* ---------------------------------------------------------------- asynchronous events */
+
+/* The device's asynchronous events, oldest first (ibv_get_async_event
+ * without the blocking: poll it from the loop that drives the device).
+ * false: none queued. The device raises
+ *  - srq_limit_reached (srq): an armed SRQ fell below its limit (modify_srq);
+ *  - cq_err (cq): a completion was lost to a full CQ (counted in
+ *    cq_overflows too), once per lost completion, as rxe_cq_post;
+ *  - qp_last_wqe_reached (qp): a QP attached to an SRQ entered ERR, by
+ *    modify_qp or by the transport; it takes no more WQEs from the SRQ
+ *    (IBTA 11.6.3.1; rxe raises it when the ERR QP's receive side is
+ *    flushed, rxe_resp.c flush_recv_queue);
+ *  - qp_req_err / qp_access_err / qp_fatal (qp): the responder took an RC QP
+ *    to ERR on a request it NAKed as invalid / a remote access error / a
+ *    remote operational error (IBTA 9.9.3.1, 11.6.3.1: the work queue errors
+ *    the responder detects; a NIC raises them, rxe raises none), whether or
+ *    not a receive completion reports it too. The requester's errors (retry
+ *    exceeded, a NAK received, a local protection error) raise no event:
+ *    its completions report them, as on rxe and NICs.
+ * The queue holds async_event_queue_cap events; an event raised while it is
+ * full is dropped and counted (async_event_overflows). Destroying a QP, SRQ
+ * or CQ drops its queued events. */
+inline constexpr unsigned async_event_queue_cap = 64;
+UROCE_API bool get_async_event(device *d, async_event *ev);
 
 /* ---------------------------------------------------------------- counters (<uroce/counters.h>) */
 

@@ -6,6 +6,7 @@
 #ifndef UROCE_CQ_H
 #define UROCE_CQ_H
 
+#include <bit>
 #include <cstdint>
 #include <memory>
 
@@ -36,6 +37,22 @@ static inline bool cq_post(cq *c, const wc &e) {
     c->ring[c->head & c->mask] = e;
     ++c->head;
     return true;
+}
+
+/* Room for cqe completions from now on (the ring is a power of two at
+ * least that long), those not yet polled kept in order. The caller checked
+ * count() <= cqe. Control path: allocates. */
+static inline void cq_resize(cq *c, uint32_t cqe) {
+    const uint32_t n = std::bit_ceil(cqe);
+    auto ring = std::make_unique<wc[]>(n);
+    uint32_t k = 0;
+    for (uint32_t i = c->tail; i != c->head; ++i)
+        ring[k++] = c->ring[i & c->mask];
+    c->ring = std::move(ring);
+    c->mask = n - 1;
+    c->cqe = cqe;
+    c->tail = 0;
+    c->head = k;
 }
 
 static inline int cq_poll(cq *c, int num, wc *out) {

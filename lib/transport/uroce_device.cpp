@@ -143,7 +143,16 @@ cq *device::create_cq(int cqe, void *ctx, verbs_error *err) {
 
 verbs_error device::destroy_cq(cq *c) {
     if (c->usecnt) return verbs_error::busy;
+    drop_events_of(c);
     return erase_owned(cqs_, c) ? verbs_error::ok : verbs_error::inval;
+}
+
+/* rxe_cq_chk_attr's checks, then rxe_cq_resize_queue's copy. */
+verbs_error device::resize_cq(cq *c, int cqe) {
+    if (cqe < 1 || cqe > int(max_qp_wr_limit * 4) || uint32_t(cqe) < c->count())
+        return verbs_error::inval;
+    cq_resize(c, uint32_t(cqe));
+    return verbs_error::ok;
 }
 
 srq *device::create_srq(pd *p, const srq_init_attr &a, verbs_error *err) {
@@ -156,16 +165,39 @@ srq *device::create_srq(pd *p, const srq_init_attr &a, verbs_error *err) {
     s->dev = this;
     s->pd = p;
     s->srq_context = a.srq_context;
-    s->srq_limit = a.attr.srq_limit;
     s->rq.init(a.attr.max_wr, a.attr.max_sge);
+    /* armed from the start if asked (rxe_srq_from_init takes it unchecked) */
+    s->rq.set_limit(a.attr.srq_limit);
     ++p->usecnt;
     srqs_.push_back(std::move(s));
     if (err) *err = verbs_error::ok;
     return srqs_.back().get();
 }
 
+/* rxe_srq_chk_attr's checks, all EINVAL, before anything changes. The
+ * limit is checked against max_wr as IBTA and ibv_modify_srq(3) say (rxe
+ * checks it against its ring's index mask, which is at least max_wr). A
+ * resize keeps the posted WQEs (rxe_queue_resize copies them and refuses a
+ * ring too small for them). */
+verbs_error device::modify_srq(srq *s, const srq_attr &a, unsigned mask) {
+    if (mask & ~unsigned(srq_attr_max_wr | srq_attr_limit)) return verbs_error::inval;
+    const uint32_t limit = (mask & srq_attr_limit) ? a.srq_limit : s->rq.limit();
+    uint32_t max_wr = s->rq.max_wr();
+    if (mask & srq_attr_max_wr) {
+        if (a.max_wr < 1 || a.max_wr > max_qp_wr_limit) return verbs_error::inval;
+        if (s->rq.limit() && a.max_wr < s->rq.limit()) return verbs_error::inval;
+        if (a.max_wr < s->rq.count()) return verbs_error::inval;
+        max_wr = a.max_wr;
+    }
+    if ((mask & srq_attr_limit) && limit > max_wr) return verbs_error::inval;
+    if (max_wr != s->rq.max_wr()) s->rq.resize(max_wr);
+    s->rq.set_limit(limit);
+    return verbs_error::ok;
+}
+
 verbs_error device::destroy_srq(srq *s) {
     if (s->usecnt) return verbs_error::busy;
+    drop_events_of(s);
     --s->pd->usecnt;
     return erase_owned(srqs_, s) ? verbs_error::ok : verbs_error::inval;
 }
@@ -313,6 +345,7 @@ verbs_error device::destroy_qp(qp *q) {
     else
         qps_[q->qpn - qpn_base_] = nullptr;
     qp_counters_add(dead_qp_cnt_, q->cnt);
+    drop_events_of(q);
     --q->pd->usecnt;
     --q->scq->usecnt;
     --q->rcq->usecnt;

@@ -159,7 +159,9 @@ class device {
     cq *create_cq(int cqe, void *ctx, verbs_error *err);
     verbs_error destroy_cq(cq *c);
     srq *create_srq(pd *p, const srq_init_attr &a, verbs_error *err);
+    verbs_error modify_srq(srq *s, const srq_attr &a, unsigned mask);
     verbs_error destroy_srq(srq *s);
+    verbs_error resize_cq(cq *c, int cqe);
     ah *create_ah(pd *p, const ah_attr &a, verbs_error *err);
     verbs_error destroy_ah(ah *a);
     qp *create_qp(pd *p, const qp_init_attr &a, verbs_error *err);
@@ -169,6 +171,15 @@ class device {
     /* Resolve an address vector against the GID table into a path. */
     verbs_error resolve_path(const ah_attr &a, uint32_t src_qpn, uint32_t dst_qpn, qp_type t,
                              roce_path &out);
+
+    /* ---- asynchronous events (uroce_event.cpp): raised on error and
+     * control paths only, never per packet. A fixed ring: nothing is
+     * allocated per event; one raised while it is full is counted
+     * (async_event_overflows) and dropped. */
+    void raise_event(const async_event &e);
+    bool next_event(async_event *out);
+    /* Drop the queued events of an object being destroyed. */
+    void drop_events_of(const void *obj);
 
   private:
     void rx_one(rte_mbuf *m);
@@ -218,6 +229,8 @@ class device {
     uint16_t ip_id_ = 1;
     uint32_t next_pd_ = 1;
     icrc_check rx_icrc_;
+    async_event events_[async_event_queue_cap];
+    unsigned ev_head_ = 0, ev_count_ = 0;
 };
 
 } // namespace uroce

@@ -247,6 +247,11 @@ void qp_to_error(qp *q) {
     q->resp.ack_pending = false;
     q->resp.reply_fifo_head = q->resp.reply_fifo_tail = 0;
     qp_flush(q);
+    /* IBTA 11.6.3.1 (Last WQE Reached): a QP on an SRQ that enters ERR
+     * takes no more WQEs from it; the application learns that it may now
+     * destroy the QP. rxe raises it when the ERR QP's receive side is
+     * flushed (rxe_resp.c flush_recv_queue), whoever moved it to ERR. */
+    if (q->srq) qp_raise_event(q, event_type::qp_last_wqe_reached);
 }
 
 static verbs_error validate_values(qp *q, const qp_attr &a, unsigned mask) {

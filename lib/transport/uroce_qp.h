@@ -324,6 +324,8 @@ static inline void qp_prefetch_recv_buffer(const qp *q, uint32_t k) {
 verbs_error qp_init(qp *q, const qp_init_attr &a);
 verbs_error qp_modify(qp *q, const qp_attr &a, unsigned mask);
 void qp_to_error(qp *q);
+/* Queue an asynchronous event about q (uroce_event.cpp). */
+void qp_raise_event(qp *q, event_type t);
 void qp_to_sqe(qp *q); /* UC/UD send-side error */
 void qp_flush(qp *q);
 bool qp_modify_is_ok(qp_state cur, qp_state next, qp_type type, unsigned mask);

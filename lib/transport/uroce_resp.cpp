@@ -79,8 +79,22 @@ static bool send_ack_pkt(qp *q, uint8_t syndrome, uint32_t psn, uint32_t msn) {
     return true;
 }
 
+/* IBTA 11.6.3.1: the responder's work queue errors are affiliated
+ * asynchronous events, as NICs raise them (rxe raises none): Invalid Request
+ * / Local Access Violation / Local Work Queue Catastrophic Error. */
+static event_type fatal_nak_event(uint8_t nak_code) {
+    switch (nak_code) {
+    case aeth_syndrome::nak_invalid_request:
+        return event_type::qp_req_err;
+    case aeth_syndrome::nak_remote_access_error:
+        return event_type::qp_access_err;
+    default:
+        return event_type::qp_fatal;
+    }
+}
+
 /* Class C / D errors the responder cannot recover from (IBTA 9.9.3.1): NAK
- * at once, then the QP goes to Error. */
+ * at once, then the QP goes to Error (and the application hears of it). */
 static void nak_fatal(qp *q, uint8_t nak_code, uint32_t psn) {
     switch (nak_code) {
     case aeth_syndrome::nak_invalid_request:
@@ -93,8 +107,10 @@ static void nak_fatal(qp *q, uint8_t nak_code, uint32_t psn) {
         ++q->cnt.op_naks_sent;
         break;
     }
-    if (q->type == qp_type::rc)
+    if (q->type == qp_type::rc) {
         send_ack_pkt(q, aeth_syndrome::make_nak(nak_code), psn, q->resp.msn);
+        qp_raise_event(q, fatal_nak_event(nak_code));
+    }
     qp_to_error(q);
 }
 
@@ -117,6 +133,9 @@ static bool get_recv_wqe(qp *q) {
     for (uint32_t i = 0; i < w.num_sge; ++i)
         r.wqe_sg[i] = w.sg[i];
     rq->pop();
+    /* an armed SRQ below its limit (never true for a QP's own ring) */
+    if (rq->below_limit()) [[unlikely]]
+        srq_limit_reached(q->srq);
     r.have_wqe = true;
     r.recv_off = 0;
     return true;

@@ -17,6 +17,22 @@ void recv_ring::init(uint32_t max_wr, uint32_t max_sge) {
     head_ = tail_ = 0;
 }
 
+void recv_ring::resize(uint32_t max_wr) {
+    recv_ring n;
+    n.init(max_wr, max_sge_);
+    for (uint32_t i = tail_; i != head_; ++i) {
+        const recv_wqe &w = slots_[i & mask_];
+        recv_wqe &d = n.slots_[n.head_++ & n.mask_];
+        d.wr_id = w.wr_id;
+        d.num_sge = w.num_sge;
+        d.length = w.length;
+        for (uint32_t k = 0; k < w.num_sge; ++k)
+            d.sg[k] = w.sg[k];
+    }
+    n.limit_ = limit_;
+    *this = std::move(n);
+}
+
 void recv_ring::push(const recv_wr &r) {
     recv_wqe &w = slots_[head_ & mask_];
     w.wr_id = r.wr_id;

@@ -39,22 +39,37 @@ class recv_ring {
         return &sges_[size_t((tail_ + k) & mask_) * max_sge_];
     }
     void pop() { ++tail_; }
+    /* An SRQ's limit (modify_srq): armed while non-zero. A QP's own ring
+     * keeps 0, so below_limit() is one compare that is never true for it:
+     * the responder asks every ring after taking a WQE, without first
+     * asking whether the ring is an SRQ's. */
+    uint32_t limit() const { return limit_; }
+    void set_limit(uint32_t l) { limit_ = l; }
+    bool below_limit() const { return count() < limit_; }
+    /* Room for max_wr WQEs from now on, the posted ones kept in order
+     * (the caller checked count() <= max_wr). Control path: allocates. */
+    void resize(uint32_t max_wr);
 
   private:
     std::unique_ptr<recv_wqe[]> slots_;
     std::unique_ptr<sge[]> sges_;
     uint32_t mask_ = 0, max_wr_ = 0, max_sge_ = 0;
     uint32_t head_ = 0, tail_ = 0;
+    uint32_t limit_ = 0;
 };
 
 struct srq {
     device *dev = nullptr;
     struct pd *pd = nullptr;
     void *srq_context = nullptr;
-    recv_ring rq;
-    uint32_t srq_limit = 0;
+    recv_ring rq; /* rq.limit(): the SRQ limit, 0 when disarmed */
     uint32_t usecnt = 0;
 };
+
+/* The SRQ fell below its armed limit: raise srq_limit_reached once and
+ * disarm (uroce_event.cpp). Out of line: the responder's WQE fetch only
+ * pays the below_limit() compare. */
+void srq_limit_reached(srq *s);
 
 /* Validate a chain of receive WRs against max_sge; stops at the first bad one. */
 verbs_error recv_ring_post(recv_ring &rq, recv_wr *wr, recv_wr **bad_wr);

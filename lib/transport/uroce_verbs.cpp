@@ -149,6 +149,15 @@ int poll_cq(cq *c, int num, wc *out) {
     if (!c || num < 0 || (num && !out)) return -int(EINVAL);
     return cq_poll(c, num, out);
 }
+verbs_error resize_cq(cq *c, int cqe) {
+    return c ? c->dev->resize_cq(c, cqe) : verbs_error::inval;
+}
+uint32_t cq_size(const cq *c) {
+    return c->cqe;
+}
+uint32_t cq_count(const cq *c) {
+    return c->count();
+}
 
 srq *create_srq(pd *p, const srq_init_attr &attr, verbs_error *err) {
     if (!p) return set_err<srq>(err, verbs_error::inval);
@@ -160,6 +169,20 @@ verbs_error destroy_srq(srq *s) {
 verbs_error post_srq_recv(srq *s, recv_wr *wr, recv_wr **bad_wr) {
     if (!s) return verbs_error::inval;
     return recv_ring_post(s->rq, wr, bad_wr);
+}
+verbs_error modify_srq(srq *s, const srq_attr &attr, unsigned attr_mask) {
+    return s ? s->dev->modify_srq(s, attr, attr_mask) : verbs_error::inval;
+}
+verbs_error query_srq(srq *s, srq_attr *attr) {
+    if (!s || !attr) return verbs_error::inval;
+    attr->max_wr = s->rq.max_wr();
+    attr->max_sge = s->rq.max_sge();
+    attr->srq_limit = s->rq.limit();
+    return verbs_error::ok;
+}
+
+bool get_async_event(device *d, async_event *ev) {
+    return d && ev && d->next_event(ev);
 }
 
 ah *create_ah(pd *p, const ah_attr &attr, verbs_error *err) {

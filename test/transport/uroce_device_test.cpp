@@ -4,7 +4,9 @@
  * QPNs, their lookup, and traffic between devices with different ranges, as
  * shards have). The GSI QP1: created on request outside the QP table,
  * found by the receive path, its Q_Key fixed and enforced, its MADs sent as
- * rxe sends them. The driver contract on TX is in uroce_device_poll_test.cpp.
+ * rxe sends them. modify_srq and resize_cq: rxe's checks, and the posted
+ * WQEs / unpolled completions kept in order across a resize. The driver
+ * contract on TX is in uroce_device_poll_test.cpp.
  */
 #include <cstring>
 #include <vector>
@@ -196,6 +198,124 @@ TEST_F(device_t, rdma_write_between_two_qpn_ranges) {
 }
 
 /* ---------------------------------------------------------------- the GSI QP1 */
+
+/* modify_srq with rxe_srq_chk_attr's checks; a resize keeps the posted
+ * WQEs, in order, and the armed limit. */
+TEST_F(device_t, modify_srq_checks_and_resizes_keeping_posted_wqes) {
+    setup_pair();
+    device_attr da;
+    ASSERT_EQ(query_device(b.ctx, &da), verbs_error::ok);
+    auto device_attr_max_srq_wr = [&] { return da.max_srq_wr; };
+    srq_init_attr sa;
+    sa.attr.max_wr = 8;
+    sa.attr.max_sge = 1;
+    srq *s = create_srq(b.pd, sa);
+    ASSERT_NE(s, nullptr);
+    srq_attr at;
+    at.srq_limit = 9; /* above max_wr */
+    EXPECT_EQ(modify_srq(s, at, srq_attr_limit), verbs_error::inval);
+    at.max_wr = 0;
+    EXPECT_EQ(modify_srq(s, at, srq_attr_max_wr), verbs_error::inval);
+    at.max_wr = device_attr_max_srq_wr() + 1;
+    EXPECT_EQ(modify_srq(s, at, srq_attr_max_wr), verbs_error::inval);
+    EXPECT_EQ(modify_srq(s, at, 1u << 2), verbs_error::inval); /* no such attribute */
+    at.srq_limit = 4;
+    ASSERT_EQ(modify_srq(s, at, srq_attr_limit), verbs_error::ok);
+    at.max_wr = 3; /* below the armed limit */
+    EXPECT_EQ(modify_srq(s, at, srq_attr_max_wr), verbs_error::inval);
+    /* 6 WQEs posted: a ring of 5 cannot hold them */
+    std::vector<uint8_t> src(64), dst(64 * 6);
+    mr *ms = reg(a, src.data(), src.size());
+    mr *md = reg(b, dst.data(), dst.size());
+    for (int i = 0; i < 6; ++i) {
+        sge g{reinterpret_cast<uint64_t>(dst.data() + 64 * i), 64, mr_lkey(md)};
+        recv_wr r;
+        r.wr_id = 10 + uint64_t(i);
+        r.sg_list = &g;
+        r.num_sge = 1;
+        recv_wr *bad;
+        ASSERT_EQ(post_srq_recv(s, &r, &bad), verbs_error::ok);
+    }
+    at.max_wr = 5;
+    EXPECT_EQ(modify_srq(s, at, srq_attr_max_wr), verbs_error::inval);
+    srq_attr q;
+    ASSERT_EQ(query_srq(s, &q), verbs_error::ok);
+    EXPECT_EQ(q.max_wr, 8u); /* nothing changed by the refusals */
+    EXPECT_EQ(q.srq_limit, 4u);
+    /* grow to 64 with the 6 WQEs in it, then shrink to exactly 6 */
+    at.max_wr = 64;
+    ASSERT_EQ(modify_srq(s, at, srq_attr_max_wr), verbs_error::ok);
+    at.max_wr = 6;
+    ASSERT_EQ(modify_srq(s, at, srq_attr_max_wr), verbs_error::ok);
+    ASSERT_EQ(query_srq(s, &q), verbs_error::ok);
+    EXPECT_EQ(q.max_wr, 6u);
+    EXPECT_EQ(q.max_sge, 1u);
+    EXPECT_EQ(q.srq_limit, 4u);
+    recv_wr extra;
+    recv_wr *bad;
+    EXPECT_EQ(post_srq_recv(s, &extra, &bad), verbs_error::nomem); /* full at 6 */
+    /* the WQEs are taken in the order posted, each with its own buffer */
+    qp *b1 = make_qp(b, s), *a1 = make_qp(a);
+    connect(a, b, 100, 200, a1, b1);
+    connect(b, a, 200, 100, b1, a1);
+    for (int i = 0; i < 6; ++i) {
+        std::memset(src.data(), 'a' + i, src.size());
+        ASSERT_EQ(
+            post_one(a, wr_opcode::send, src.data(), 64, ms, uint64_t(i), 0, 0, send_signaled, a1),
+            verbs_error::ok);
+        ASSERT_EQ(poll_n(a.scq, 1).size(), 1u);
+    }
+    auto rw = poll_n(b.rcq, 6);
+    ASSERT_EQ(rw.size(), 6u);
+    for (int i = 0; i < 6; ++i) {
+        EXPECT_EQ(rw[i].status, wc_status::success);
+        EXPECT_EQ(rw[i].wr_id, 10u + uint64_t(i));
+        EXPECT_EQ(dst[64 * i], uint8_t('a' + i)) << i;
+    }
+}
+
+/* resize_cq with rxe_cq_chk_attr's checks; the unpolled completions stay,
+ * in order, whatever the new size. */
+TEST_F(device_t, resize_cq_keeps_unpolled_completions_in_order) {
+    opt.cqe = 16;
+    setup_pair();
+    std::vector<uint8_t> src(64), dst(64);
+    mr *ms = reg(a, src.data(), src.size());
+    mr *md = reg(b, dst.data(), dst.size());
+    for (uint64_t i = 0; i < 10; ++i)
+        ASSERT_EQ(post_one(a, wr_opcode::rdma_write, src.data(), 64, ms, i,
+                           reinterpret_cast<uint64_t>(dst.data()), mr_rkey(md)),
+                  verbs_error::ok);
+    ASSERT_TRUE(run_until([&] { return cq_count(a.scq) == 10; }));
+    EXPECT_EQ(cq_size(a.scq), 16u);
+    EXPECT_EQ(resize_cq(a.scq, 9), verbs_error::inval); /* below the 10 held */
+    EXPECT_EQ(resize_cq(a.scq, 0), verbs_error::inval);
+    device_attr da;
+    ASSERT_EQ(query_device(a.ctx, &da), verbs_error::ok);
+    EXPECT_EQ(resize_cq(a.scq, int(da.max_cqe) + 1), verbs_error::inval);
+    EXPECT_EQ(cq_size(a.scq), 16u);
+    ASSERT_EQ(resize_cq(a.scq, 10), verbs_error::ok);
+    EXPECT_EQ(cq_size(a.scq), 10u);
+    EXPECT_EQ(cq_count(a.scq), 10u);
+    wc w[4];
+    ASSERT_EQ(poll_cq(a.scq, 4, w), 4);
+    for (uint64_t i = 0; i < 4; ++i)
+        EXPECT_EQ(w[i].wr_id, i);
+    /* grow with 6 still held (the ring's start is no longer slot 0) */
+    ASSERT_EQ(resize_cq(a.scq, 1000), verbs_error::ok);
+    EXPECT_EQ(cq_size(a.scq), 1000u);
+    for (uint64_t i = 10; i < 100; ++i)
+        ASSERT_EQ(post_one(a, wr_opcode::rdma_write, src.data(), 64, ms, i,
+                           reinterpret_cast<uint64_t>(dst.data()), mr_rkey(md)),
+                  verbs_error::ok);
+    auto rest = poll_n(a.scq, 96);
+    ASSERT_EQ(rest.size(), 96u);
+    for (size_t i = 0; i < rest.size(); ++i) {
+        EXPECT_EQ(rest[i].wr_id, 4 + i);
+        EXPECT_EQ(rest[i].status, wc_status::success);
+    }
+    EXPECT_EQ(device_counters(a.ctx).cq_overflows, 0u); /* 96 > the old 16 */
+}
 
 class gsi_t : public pair_fixture {
   protected:
