@@ -4,6 +4,7 @@
  */
 #include <fcntl.h>
 #include <poll.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -191,6 +192,14 @@ channel *live_channel(rdma_event_channel *c, const char *call) {
     }
     stale(call, "rdma_event_channel");
     return nullptr;
+}
+
+/* What a thread blocked on a channel the application destroyed does:
+ * nothing, until the process ends (the kernel-backed library's read(2) of
+ * the closed fd never returns either). */
+[[noreturn]] int block_forever() {
+    for (;;)
+        pause();
 }
 
 int fail(verbs_error e) {
@@ -471,17 +480,48 @@ int rdma_get_cm_event(rdma_event_channel *channel_, rdma_cm_event **out) {
     if (!ch) return -1;
     uroce::cm_event *u = nullptr;
     for (;;) {
-        const verbs_error e = uroce::get_event(ch->uch, &u);
-        if (e == verbs_error::ok) break;
+        if (u) {
+            /* An event for an id the application has destroyed (queued
+             * before rdma_destroy_id: rping's client destroys its id while
+             * the peer's DREP is on its way). The kernel drops a destroyed
+             * id's unread events (ucma_cleanup_ctx_events); handing it
+             * over gave the application an id with no context, and rping's
+             * CM thread crashed on it at exit. */
+            bool destroyed;
+            {
+                guard g;
+                destroyed = u->id && u->event != uroce::cm_event_type::connect_request &&
+                            !wrapper_of(u->id);
+            }
+            if (!destroyed) break;
+            uroce::ack_event(u);
+            u = nullptr;
+        }
+        verbs_error e;
+        int fd;
+        {
+            /* The application may destroy the channel while this thread
+             * waits on it: rping's main thread destroys its channel with
+             * its CM thread still in here, then exits. The channel is
+             * looked at only while it is live (ids_mu: destroy takes it
+             * before freeing). Once it is gone the thread stays blocked,
+             * as librdmacm's read(2) of a closed fd does, instead of
+             * reading the freed channel. */
+            std::lock_guard<std::mutex> lock(ids_mu);
+            if (!live_channels.count(channel_)) return block_forever();
+            e = uroce::get_event(ch->uch, &u);
+            fd = ch->ch.fd;
+        }
+        if (e == verbs_error::ok) continue; /* checked at the top */
         if (e != verbs_error::again) return fail(e);
         /* Blocks, as librdmacm's read(2) of its fd, unless the
          * application made the fd non-blocking. */
-        const int fl = fcntl(ch->ch.fd, F_GETFL);
+        const int fl = fcntl(fd, F_GETFL);
         if (fl >= 0 && (fl & O_NONBLOCK)) {
             errno = EAGAIN;
             return -1;
         }
-        pollfd pfd{ch->ch.fd, POLLIN, 0};
+        pollfd pfd{fd, POLLIN, 0};
         if (poll(&pfd, 1, -1) < 0 && errno != EINTR) return -1;
     }
     auto *ev = new (std::nothrow) event();
