@@ -29,12 +29,15 @@
 #include <string>
 #include <thread>
 
+#include "compat_two_process.h"
+
 namespace {
+
+using namespace compat_test;
 
 constexpr int n_sends = 4;
 constexpr uint32_t srq_wqes = 8, srq_limit = 5;
 constexpr uint32_t msg_len = 64;
-int failures = 0;
 
 /* A call that does not return within 3 s: where its thread waits
  * (/proc wchan: a futex is rdma-core waiting for events to be acked, any
@@ -68,43 +71,10 @@ void step(bool server, const char *what) {
     std::fprintf(stderr, "%s: %s\n", server ? "server" : "client", what);
 }
 
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            std::fprintf(stderr, "%s:%d: CHECK failed: %s (errno %d)\n", __FILE__, __LINE__,       \
-                         #cond, errno);                                                            \
-            if (++failures > 10) _exit(1);                                                         \
-        }                                                                                          \
-    } while (0)
-
 struct endpoint {
     uint32_t qpn;
     ibv_gid gid;
 };
-
-void set_env(const std::string &dir, bool server) {
-    const std::string eal = std::string("--no-huge -m 512 --no-pci --no-shconf "
-                                        "--log-level=lib.eal:error --log-level=pmd.net.memif:error "
-                                        "-l ") +
-                            (server ? "0" : "1") +
-                            " --vdev net_memif0,role=" + (server ? "server" : "client") +
-                            ",socket=" + dir + "/memif.sock";
-    setenv("UROCE_EAL", eal.c_str(), 1);
-    setenv("UROCE_IP", server ? "10.81.0.1/24" : "10.81.0.2/24", 1);
-}
-
-bool write_all(int fd, const void *p, size_t n) {
-    return write(fd, p, n) == ssize_t(n);
-}
-bool read_all(int fd, void *p, size_t n) {
-    size_t got = 0;
-    while (got < n) {
-        const ssize_t r = read(fd, static_cast<char *>(p) + got, n - got);
-        if (r <= 0) return false;
-        got += size_t(r);
-    }
-    return true;
-}
 
 bool connect_rc(ibv_qp *qp, const endpoint &peer, int gid_index) {
     ibv_qp_attr a{};
@@ -356,12 +326,12 @@ int main() {
     const pid_t child = fork();
     if (child == 0) {
         if (on_uroce) {
-            set_env(dir, false);
+            set_env(dir, false, "10.81.0");
             usleep(300 * 1000); /* the server's memif socket first */
         }
         _exit(run_side(false, c2s[1], s2c[0], gid_index));
     }
-    if (on_uroce) set_env(dir, true);
+    if (on_uroce) set_env(dir, true, "10.81.0");
     int rc = run_side(true, s2c[1], c2s[0], gid_index);
     int status = 0;
     waitpid(child, &status, 0);

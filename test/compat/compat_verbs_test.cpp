@@ -26,20 +26,14 @@
 #include <cstring>
 #include <string>
 
+#include "compat_two_process.h"
+
 namespace {
+
+using namespace compat_test;
 
 constexpr int n_msgs = 64;
 constexpr uint32_t msg_len = 100;
-int failures = 0;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            std::fprintf(stderr, "%s:%d: CHECK failed: %s (errno %d)\n", __FILE__, __LINE__,       \
-                         #cond, errno);                                                            \
-            if (++failures > 10) _exit(1);                                                         \
-        }                                                                                          \
-    } while (0)
 
 struct endpoint {
     uint32_t qpn;
@@ -47,30 +41,6 @@ struct endpoint {
     uint64_t addr;
     ibv_gid gid;
 };
-
-void set_env(const std::string &dir, bool server) {
-    const std::string eal = std::string("--no-huge -m 512 --no-pci --no-shconf "
-                                        "--log-level=lib.eal:error --log-level=pmd.net.memif:error "
-                                        "-l ") +
-                            (server ? "0" : "1") +
-                            " --vdev net_memif0,role=" + (server ? "server" : "client") +
-                            ",socket=" + dir + "/memif.sock";
-    setenv("UROCE_EAL", eal.c_str(), 1);
-    setenv("UROCE_IP", server ? "10.79.0.1/24" : "10.79.0.2/24", 1);
-}
-
-bool write_all(int fd, const void *p, size_t n) {
-    return write(fd, p, n) == ssize_t(n);
-}
-bool read_all(int fd, void *p, size_t n) {
-    size_t got = 0;
-    while (got < n) {
-        const ssize_t r = read(fd, static_cast<char *>(p) + got, n - got);
-        if (r <= 0) return false;
-        got += size_t(r);
-    }
-    return true;
-}
 
 bool to_init(ibv_qp *qp) {
     ibv_qp_attr a{};
@@ -309,13 +279,13 @@ int main() {
     if (pipe(s2c) || pipe(c2s)) return 1;
     const pid_t child = fork();
     if (child == 0) {
-        set_env(dir, false);
+        set_env(dir, false, "10.79.0");
         /* The server's memif socket first. */
         usleep(300 * 1000);
         const int rc = run_side(false, c2s[1], s2c[0]);
         _exit(rc);
     }
-    set_env(dir, true);
+    set_env(dir, true, "10.79.0");
     /* librdmacm's context (kept to exit) starts the stack: one EAL per
      * process, so this goes first, and run_side's context shares it. */
     int rc = stale_handles();
