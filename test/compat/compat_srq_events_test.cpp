@@ -76,41 +76,6 @@ struct endpoint {
     ibv_gid gid;
 };
 
-bool connect_rc(ibv_qp *qp, const endpoint &peer, int gid_index) {
-    ibv_qp_attr a{};
-    a.qp_state = IBV_QPS_INIT;
-    a.port_num = 1;
-    a.qp_access_flags = 0;
-    if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-        return false;
-    a = {};
-    a.qp_state = IBV_QPS_RTR;
-    a.path_mtu = IBV_MTU_1024;
-    a.dest_qp_num = peer.qpn;
-    a.rq_psn = 0;
-    a.max_dest_rd_atomic = 1;
-    a.min_rnr_timer = 12;
-    a.ah_attr.is_global = 1;
-    a.ah_attr.grh.dgid = peer.gid;
-    a.ah_attr.grh.sgid_index = uint8_t(gid_index);
-    a.ah_attr.grh.hop_limit = 64;
-    a.ah_attr.port_num = 1;
-    if (ibv_modify_qp(qp, &a,
-                      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                          IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-        return false;
-    a = {};
-    a.qp_state = IBV_QPS_RTS;
-    a.timeout = 14;
-    a.retry_cnt = 7;
-    a.rnr_retry = 7;
-    a.sq_psn = 0;
-    a.max_rd_atomic = 1;
-    return ibv_modify_qp(qp, &a,
-                         IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                             IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) == 0;
-}
-
 /* The next async event, the fd first polled readable (5 s at most). */
 bool next_async_event(ibv_context *ctx, ibv_async_event *ev) {
     pollfd p{ctx->async_fd, POLLIN, 0};
@@ -202,7 +167,7 @@ int run_side(bool server, int to_peer, int from_peer, int gid_index) {
     me.qpn = qp->qp_num;
     CHECK(ibv_query_gid(ctx, 1, gid_index, &me.gid) == 0);
     CHECK(write_all(to_peer, &me, sizeof(me)) && read_all(from_peer, &peer, sizeof(peer)));
-    CHECK(connect_rc(qp, peer, gid_index));
+    CHECK(qp_to_init(qp, 0) && qp_to_rts(qp, peer.qpn, peer.gid, gid_index));
     char token = 'r';
     CHECK(write_all(to_peer, &token, 1) && read_all(from_peer, &token, 1));
 

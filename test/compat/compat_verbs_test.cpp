@@ -42,44 +42,6 @@ struct endpoint {
     ibv_gid gid;
 };
 
-bool to_init(ibv_qp *qp) {
-    ibv_qp_attr a{};
-    a.qp_state = IBV_QPS_INIT;
-    a.port_num = 1;
-    a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
-    return ibv_modify_qp(qp, &a,
-                         IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0;
-}
-
-bool connect_rc(ibv_qp *qp, const endpoint &peer) {
-    ibv_qp_attr a{};
-    a.qp_state = IBV_QPS_RTR;
-    a.path_mtu = IBV_MTU_1024;
-    a.dest_qp_num = peer.qpn;
-    a.rq_psn = 0;
-    a.max_dest_rd_atomic = 1;
-    a.min_rnr_timer = 12;
-    a.ah_attr.is_global = 1;
-    a.ah_attr.grh.dgid = peer.gid;
-    a.ah_attr.grh.sgid_index = 1;
-    a.ah_attr.grh.hop_limit = 64;
-    a.ah_attr.port_num = 1;
-    if (ibv_modify_qp(qp, &a,
-                      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                          IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-        return false;
-    a = {};
-    a.qp_state = IBV_QPS_RTS;
-    a.timeout = 14;
-    a.retry_cnt = 7;
-    a.rnr_retry = 7;
-    a.sq_psn = 0;
-    a.max_rd_atomic = 1;
-    return ibv_modify_qp(qp, &a,
-                         IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                             IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) == 0;
-}
-
 /* One side: server receives on an ibv_cq_ex, client sends. */
 int run_side(bool server, int to_peer, int from_peer) {
     int n = 0;
@@ -135,7 +97,7 @@ int run_side(bool server, int to_peer, int from_peer) {
     me.rkey = mr->rkey;
     me.addr = reinterpret_cast<uintptr_t>(buf);
     CHECK(ibv_query_gid(ctx, 1, 1, &me.gid) == 0);
-    CHECK(to_init(qp));
+    CHECK(qp_to_init(qp, IBV_ACCESS_REMOTE_WRITE));
     if (server) {
         /* Receives first (a WRITE with immediate consumes one too). */
         for (int i = 0; i < 2 * n_msgs; i++) {
@@ -149,7 +111,7 @@ int run_side(bool server, int to_peer, int from_peer) {
         }
     }
     CHECK(write_all(to_peer, &me, sizeof(me)) && read_all(from_peer, &peer, sizeof(peer)));
-    CHECK(connect_rc(qp, peer));
+    CHECK(qp_to_rts(qp, peer.qpn, peer.gid, 1));
     char ready = 'r';
     CHECK(write_all(to_peer, &ready, 1) && read_all(from_peer, &ready, 1));
 
