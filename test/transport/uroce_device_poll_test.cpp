@@ -55,6 +55,30 @@ class blocked_netdev final : public netdev {
 
 class device_poll : public pair_fixture {
   protected:
+    /* One signaled len-byte RDMA WRITE per QP of qa (a's side of the
+     * pairs), from a pattern in src_ into dst_ on b. */
+    void post_write_per_qp(const std::vector<qp *> &qa, size_t len, uint8_t seed) {
+        src_.assign(qa.size() * len, 0);
+        dst_.assign(qa.size() * len, 0);
+        mr *ms = reg(a, src_.data(), src_.size());
+        mr *md = reg(b, dst_.data(), dst_.size());
+        fill_pattern(src_.data(), src_.size(), seed);
+        for (size_t i = 0; i < qa.size(); ++i)
+            ASSERT_EQ(post_one(a, wr_opcode::rdma_write, src_.data() + i * len, len, ms, i,
+                               reinterpret_cast<uint64_t>(dst_.data() + i * len), mr_rkey(md),
+                               send_signaled, qa[i]),
+                      verbs_error::ok);
+    }
+    /* Every WRITE of post_write_per_qp completed well and landed. */
+    void expect_writes_done(size_t n_qps) {
+        auto sw = poll_n(a.scq, n_qps);
+        ASSERT_EQ(sw.size(), n_qps);
+        for (auto &e : sw)
+            EXPECT_EQ(e.status, wc_status::success) << e.wr_id << ": " << wc_status_str(e.status);
+        EXPECT_EQ(src_, dst_);
+    }
+    std::vector<uint8_t> src_, dst_;
+
     /* pool: the device's TX pool (a test's own small one, to empty it) */
     void open_on(endpoint &e, netdev *dev, const gid &g, const uint8_t *mac,
                  rte_mempool *pool = test_pool(), bool tail_loss_probe = true) {
@@ -287,15 +311,7 @@ TEST_F(device_poll, probes_never_overflow_a_full_tx_queue) {
     constexpr size_t n_qps = 256, len = 512;
     std::vector<qp *> qa, qb;
     make_pairs(n_qps, qa, qb);
-    std::vector<uint8_t> src(n_qps * len), dst(n_qps * len);
-    mr *ms = reg(a, src.data(), src.size());
-    mr *md = reg(b, dst.data(), dst.size());
-    fill_pattern(src.data(), src.size(), 11);
-    for (size_t i = 0; i < n_qps; ++i)
-        ASSERT_EQ(post_one(a, wr_opcode::rdma_write, src.data() + i * len, len, ms, i,
-                           reinterpret_cast<uint64_t>(dst.data() + i * len), mr_rkey(md),
-                           send_signaled, qa[i]),
-                  verbs_error::ok);
+    post_write_per_qp(qa, len, 11);
     a.ctx->poll(); /* every QP's WRITE queued, none taken by the port */
     ASSERT_GT(a.ctx->counters().tx_stalls, 0u);
     ASSERT_LT(a.ctx->tx_room(), a.ctx->counters().tx_pkts); /* fewer than the QPs that sent */
@@ -304,11 +320,7 @@ TEST_F(device_poll, probes_never_overflow_a_full_tx_queue) {
     EXPECT_GT(a.ctx->counters().timer_fires, 0u);
     EXPECT_EQ(a.ctx->counters().tx_drops, 0u);
     port_a.blocked = false;
-    auto sw = poll_n(a.scq, n_qps);
-    ASSERT_EQ(sw.size(), n_qps);
-    for (auto &e : sw)
-        EXPECT_EQ(e.status, wc_status::success) << e.wr_id << ": " << wc_status_str(e.status);
-    EXPECT_EQ(src, dst);
+    expect_writes_done(n_qps);
     EXPECT_EQ(a.ctx->counters().tx_drops, 0u);
     destroy_pairs(qa, qb);
 }
@@ -326,16 +338,8 @@ TEST_F(device_poll, a_refusing_port_is_offered_frames_once_per_poll) {
     constexpr size_t n_qps = 256, len = 64;
     std::vector<qp *> qa, qb;
     make_pairs(n_qps, qa, qb);
-    std::vector<uint8_t> src(n_qps * len), dst(n_qps * len);
-    mr *ms = reg(a, src.data(), src.size());
-    mr *md = reg(b, dst.data(), dst.size());
-    fill_pattern(src.data(), src.size(), 5);
     /* b answers each WRITE with an ACK: 256 QPs' ACKs do not fit b's queue */
-    for (size_t i = 0; i < n_qps; ++i)
-        ASSERT_EQ(post_one(a, wr_opcode::rdma_write, src.data() + i * len, len, ms, i,
-                           reinterpret_cast<uint64_t>(dst.data() + i * len), mr_rkey(md),
-                           send_signaled, qa[i]),
-                  verbs_error::ok);
+    post_write_per_qp(qa, len, 5);
     a.ctx->poll();
     for (int round = 0; round < 4; ++round) {
         const uint64_t calls = port_b.calls;
@@ -350,11 +354,7 @@ TEST_F(device_poll, a_refusing_port_is_offered_frames_once_per_poll) {
     EXPECT_GT(b.ctx->counters().tx_stalls, 0u);
     EXPECT_GT(b.ctx->counters().tx_deferred_turns, 0u);
     port_b.blocked = false;
-    auto sw = poll_n(a.scq, n_qps);
-    ASSERT_EQ(sw.size(), n_qps);
-    for (auto &e : sw)
-        EXPECT_EQ(e.status, wc_status::success) << e.wr_id << ": " << wc_status_str(e.status);
-    EXPECT_EQ(src, dst);
+    expect_writes_done(n_qps);
     EXPECT_EQ(b.ctx->counters().tx_drops, 0u);
     destroy_pairs(qa, qb);
 }
