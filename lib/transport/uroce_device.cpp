@@ -125,7 +125,7 @@ verbs_error device::dereg_mr(mr *m) {
 }
 
 cq *device::create_cq(int cqe, void *ctx, verbs_error *err) {
-    if (cqe < 1 || cqe > int(max_qp_wr_limit * 4)) {
+    if (cqe < 1 || cqe > int(max_cqe_limit)) {
         if (err) *err = verbs_error::inval;
         return nullptr;
     }
@@ -149,7 +149,7 @@ verbs_error device::destroy_cq(cq *c) {
 
 /* rxe_cq_chk_attr's checks, then rxe_cq_resize_queue's copy. */
 verbs_error device::resize_cq(cq *c, int cqe) {
-    if (cqe < 1 || cqe > int(max_qp_wr_limit * 4) || uint32_t(cqe) < c->count())
+    if (cqe < 1 || cqe > int(max_cqe_limit) || uint32_t(cqe) < c->count())
         return verbs_error::inval;
     cq_resize(c, uint32_t(cqe));
     return verbs_error::ok;

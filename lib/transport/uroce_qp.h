@@ -36,6 +36,8 @@ inline constexpr uint32_t ack_req_interval = 32;  /* AckReq at least every N pac
 inline constexpr uint32_t max_sge_limit = 32;
 inline constexpr uint32_t max_inline_limit = 512;
 inline constexpr uint32_t max_qp_wr_limit = 16384;
+/* A CQ's most entries (query_device max_cqe): create_cq and resize_cq. */
+inline constexpr uint32_t max_cqe_limit = max_qp_wr_limit * 4;
 inline constexpr uint32_t max_rd_atomic_limit = 128;
 inline constexpr uint32_t max_msg_size = 1u << 31;
 inline constexpr uint32_t resp_burst = 64; /* read-response packets per QP per poll */

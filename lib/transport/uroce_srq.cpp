@@ -22,12 +22,11 @@ void recv_ring::resize(uint32_t max_wr) {
     n.init(max_wr, max_sge_);
     for (uint32_t i = tail_; i != head_; ++i) {
         const recv_wqe &w = slots_[i & mask_];
-        recv_wqe &d = n.slots_[n.head_++ & n.mask_];
-        d.wr_id = w.wr_id;
-        d.num_sge = w.num_sge;
-        d.length = w.length;
-        for (uint32_t k = 0; k < w.num_sge; ++k)
-            d.sg[k] = w.sg[k];
+        recv_wr r; /* the WQE as posted, pushed again */
+        r.wr_id = w.wr_id;
+        r.sg_list = w.sg;
+        r.num_sge = int(w.num_sge);
+        n.push(r);
     }
     n.limit_ = limit_;
     *this = std::move(n);

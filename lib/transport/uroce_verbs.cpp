@@ -96,7 +96,7 @@ verbs_error query_device(device *ctx, device_attr *a) {
     a->max_qp_wr = max_qp_wr_limit;
     a->max_sge = max_sge_limit;
     a->max_cq = 1u << 16;
-    a->max_cqe = max_qp_wr_limit * 4;
+    a->max_cqe = max_cqe_limit;
     a->max_mr = ctx->config().max_mr;
     a->max_pd = 1u << 16;
     a->max_qp_rd_atom = max_rd_atomic_limit;
