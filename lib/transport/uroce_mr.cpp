@@ -68,6 +68,7 @@ void mr_table::remove(mr *m) {
     slots_[m->index] = nullptr;
     free_.push_back(m->index);
     m->valid = false;
+    ++epoch_;
 }
 
 /* Linear probing. Live keys are distinct (E_s is a bijection and slots are

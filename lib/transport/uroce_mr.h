@@ -63,6 +63,17 @@ class mr_table {
     /* Allocate a slot and a fresh key for m; false when full. */
     bool insert(mr *m);
     void remove(mr *m);
+    /* A remote invalidation (SEND with Invalidate): the key stops working. */
+    void invalidate(mr *m) {
+        m->valid = false;
+        ++epoch_;
+    }
+    /* Counts the keys that stopped working (remove, invalidate). A check
+     * that passed at an epoch still holds while the epoch is the same: the
+     * requester checks a WQE's local memory once when it issues it, and its
+     * packets skip the look-up until a key goes (uroce_req.cpp,
+     * local_range_ok). */
+    uint64_t epoch() const { return epoch_; }
 
     mr *lookup(uint32_t key) const {
         for (uint32_t h = key & index_mask_;; h = (h + 1) & index_mask_) {
@@ -108,6 +119,7 @@ class mr_table {
     uint64_t round_keys_[rounds] = {};
     uint32_t idx_bits_ = 0;
     uint32_t gen_mask_ = 0;
+    uint64_t epoch_ = 1;
 };
 
 /* [va, va+len) inside m, without overflow. */

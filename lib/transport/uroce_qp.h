@@ -155,6 +155,10 @@ struct qp {
         uint32_t pkts_since_ack_req = 0;
         uint32_t rd_atomic_outstanding = 0;
         uint32_t max_psn_sent = 0; /* highest PSN ever sent + 1, for counting re-sends */
+        /* the WQE whose whole local memory check_local last passed, and
+         * the MR table's epoch then (uroce_req.cpp, local_range_ok) */
+        const send_wqe *local_ok_wqe = nullptr;
+        uint64_t local_ok_epoch = 0;
         bool need_retry = false;
         bool rnr_wait = false;
     } req;

@@ -532,7 +532,7 @@ static bool complete_send(qp *q, const roce_packet &p) {
             reject_request(q, p.psn(), invalid_request_nak);
             return false;
         }
-        mm->valid = false;
+        q->dev->mrs().invalidate(mm);
         flags |= wc_with_inv;
         imm = ie->rkey();
     }

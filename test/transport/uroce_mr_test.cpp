@@ -64,6 +64,27 @@ TEST(mr_table_test, keys_and_staleness) {
     EXPECT_EQ(mr_check(t, again.lkey, &p1, 0, base + 4096, 0, &out), mr_status::ok);
 }
 
+/* The epoch counts keys that stopped working: the requester's skipped
+ * look-ups (uroce_req.cpp, local_range_ok) hold only while it is unchanged. */
+TEST(mr_table_test, epoch_moves_when_a_key_stops_working) {
+    mr_table t;
+    t.init(4, 7);
+    pd p;
+    mr a, b;
+    a.pd = b.pd = &p;
+    const uint64_t e0 = t.epoch();
+    ASSERT_TRUE(t.insert(&a));
+    ASSERT_TRUE(t.insert(&b));
+    EXPECT_EQ(t.epoch(), e0); /* a new key breaks no earlier check */
+    t.remove(&a);
+    EXPECT_EQ(t.epoch(), e0 + 1);
+    t.remove(&a); /* not in the table any more: nothing changes */
+    EXPECT_EQ(t.epoch(), e0 + 1);
+    t.invalidate(&b);
+    EXPECT_EQ(t.epoch(), e0 + 2);
+    EXPECT_EQ(t.lookup(b.lkey), nullptr);
+}
+
 TEST(mr_table_test, keys_differ_across_seeds) {
     mr_table t1, t2;
     t1.init(4, 1);
