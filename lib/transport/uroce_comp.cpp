@@ -291,7 +291,7 @@ static bool scatter(qp *q, send_wqe &w, uint64_t off, const roce_packet &p, rte_
             uint32_t c = avail < len - done ? uint32_t(avail) : len - done;
             if (pass == 0) {
                 mr *mm;
-                if (mr_check(q->dev->mrs(), w.sg[i].lkey, q->pd, access_local_write,
+                if (mr_check(q->dev->mrs(), q->req.lkeys, w.sg[i].lkey, q->pd, access_local_write,
                              w.sg[i].addr + o, c, &mm) != mr_status::ok)
                     return false;
             } else {
@@ -513,8 +513,8 @@ static void do_atomic(qp *q, send_wqe &w, const roce_packet &p, bool advanced) {
     }
     uint64_t orig = p.atomic_ack_eth()->orig();
     mr *mm;
-    if (mr_check(q->dev->mrs(), w.sg[0].lkey, q->pd, access_local_write, w.sg[0].addr, 8, &mm) !=
-        mr_status::ok) {
+    if (mr_check(q->dev->mrs(), q->req.lkeys, w.sg[0].lkey, q->pd, access_local_write, w.sg[0].addr,
+                 8, &mm) != mr_status::ok) {
         complete_error(q, wc_status::loc_prot_err);
         return;
     }

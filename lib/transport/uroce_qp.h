@@ -159,6 +159,7 @@ struct qp {
          * the MR table's epoch then (uroce_req.cpp, local_range_ok) */
         const send_wqe *local_ok_wqe = nullptr;
         uint64_t local_ok_epoch = 0;
+        mr_key_memo lkeys; /* its WQEs' and the completer's local keys */
         bool need_retry = false;
         bool rnr_wait = false;
     } req;
@@ -211,6 +212,8 @@ struct qp {
         uint32_t write_rkey = 0;
         uint64_t write_len = 0;
         uint64_t write_off = 0;
+        mr_key_memo lkeys; /* receive WQEs' keys */
+        mr_key_memo rkeys; /* requests' R_Keys */
         /* coalesced ACK/NAK, sent after queued READ/atomic responses */
         bool ack_pending = false;
         uint8_t ack_syndrome = 0;

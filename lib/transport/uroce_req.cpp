@@ -115,8 +115,8 @@ static bool check_local(qp *q, send_wqe &w) {
     for (uint32_t i = 0; i < w.num_sge; ++i) {
         if (w.sg[i].length == 0) continue;
         mr *m;
-        if (mr_check(q->dev->mrs(), w.sg[i].lkey, q->pd, need, w.sg[i].addr, w.sg[i].length, &m) !=
-            mr_status::ok)
+        if (mr_check(q->dev->mrs(), q->req.lkeys, w.sg[i].lkey, q->pd, need, w.sg[i].addr,
+                     w.sg[i].length, &m) != mr_status::ok)
             return false;
     }
     return true;
@@ -138,8 +138,8 @@ static bool local_range_ok(qp *q, const send_wqe &w, uint64_t off, uint64_t len)
         uint64_t c = w.sg[i].length - off;
         if (c > len) c = len;
         mr *m;
-        if (mr_check(q->dev->mrs(), w.sg[i].lkey, q->pd, 0, w.sg[i].addr + off, c, &m) !=
-            mr_status::ok)
+        if (mr_check(q->dev->mrs(), q->req.lkeys, w.sg[i].lkey, q->pd, 0, w.sg[i].addr + off, c,
+                     &m) != mr_status::ok)
             return false;
         len -= c;
         off = 0;

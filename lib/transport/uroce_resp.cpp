@@ -159,8 +159,8 @@ static recv_copy_status copy_to_recv_wqe(qp *q, uint64_t off, const uint8_t *fla
         uint64_t avail = s.length - off;
         uint32_t c = avail < len - done ? uint32_t(avail) : len - done;
         mr *mm;
-        if (mr_check(q->dev->mrs(), s.lkey, recv_pd(q), access_local_write, s.addr + off, c, &mm) !=
-            mr_status::ok)
+        if (mr_check(q->dev->mrs(), q->resp.lkeys, s.lkey, recv_pd(q), access_local_write,
+                     s.addr + off, c, &mm) != mr_status::ok)
             return recv_copy_status::prot;
         uint8_t *dst = reinterpret_cast<uint8_t *>(s.addr + off);
         if (flat)
@@ -461,7 +461,7 @@ static inline bool check_op_valid(const qp *q, const opcode_info &info) {
 static inline bool check_rkey(qp *q, uint32_t rkey, unsigned access, uint64_t va, uint64_t len) {
     if (len == 0) return true;
     mr *mm;
-    switch (mr_check(q->dev->mrs(), rkey, q->pd, access, va, len, &mm)) {
+    switch (mr_check(q->dev->mrs(), q->resp.rkeys, rkey, q->pd, access, va, len, &mm)) {
     case mr_status::ok:
         return true;
     case mr_status::bad_key:
@@ -749,7 +749,7 @@ static bool resp_can_fuse(qp *q, const roce_packet &p) {
         return false;
     mr *mm;
     return check_write_length(q, p) &&
-           mr_check(q->dev->mrs(), r.write_rkey, q->pd, access_remote_write,
+           mr_check(q->dev->mrs(), q->resp.rkeys, r.write_rkey, q->pd, access_remote_write,
                     r.write_va + r.write_off, p.payload_len, &mm) == mr_status::ok;
 }
 
@@ -841,8 +841,8 @@ unsigned resp_process(qp *q, unsigned budget) {
             if (len) {
                 /* the MR may have gone since the request: check again */
                 mr *mm;
-                if (mr_check(d->mrs(), res.rkey, q->pd, access_remote_read, res.va + res.cur_off,
-                             len, &mm) != mr_status::ok) {
+                if (mr_check(d->mrs(), q->resp.rkeys, res.rkey, q->pd, access_remote_read,
+                             res.va + res.cur_off, len, &mm) != mr_status::ok) {
                     nak_fatal(q, aeth_syndrome::nak_remote_access_error, res.cur_psn);
                     return sent;
                 }

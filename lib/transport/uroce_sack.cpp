@@ -56,8 +56,8 @@ static bool sr_packet_ok(qp *q, const roce_packet &p, const reth &h) {
     if (info.has(op_flag::first) && (h.dma_length() & sr_place::index_mask) != 0) return false;
     if (p.payload_len == 0) return true; /* no R_Key check for zero bytes (IBTA 9.4.5) */
     mr *mm;
-    switch (
-        mr_check(q->dev->mrs(), h.rkey(), q->pd, access_remote_write, h.va(), p.payload_len, &mm)) {
+    switch (mr_check(q->dev->mrs(), q->resp.rkeys, h.rkey(), q->pd, access_remote_write, h.va(),
+                     p.payload_len, &mm)) {
     case mr_status::ok:
         return true;
     case mr_status::bad_key:

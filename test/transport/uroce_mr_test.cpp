@@ -85,6 +85,47 @@ TEST(mr_table_test, epoch_moves_when_a_key_stops_working) {
     EXPECT_EQ(t.lookup(b.lkey), nullptr);
 }
 
+/* The memo gives mr_check's verdicts, and a key that has gone is refused
+ * even while it is the memo's. */
+TEST(mr_table_test, memo_checks_as_mr_check_does) {
+    mr_table t;
+    t.init(4, 9);
+    pd p1, p2;
+    mr a, b;
+    for (mr *x : {&a, &b}) {
+        x->pd = &p1;
+        x->addr = reinterpret_cast<uint8_t *>(0x20000);
+        x->length = 4096;
+        x->access = access_local_write;
+        ASSERT_TRUE(t.insert(x));
+    }
+    mr_key_memo memo;
+    mr *out = nullptr;
+    EXPECT_EQ(mr_check(t, memo, 0, &p1, 0, 0x20000, 1, &out), mr_status::bad_key);
+    for (int i = 0; i < 2; ++i) { /* the look-up, then the memo */
+        EXPECT_EQ(mr_check(t, memo, a.lkey, &p1, access_local_write, 0x20000, 4096, &out),
+                  mr_status::ok);
+        EXPECT_EQ(out, &a);
+        EXPECT_EQ(mr_check(t, memo, a.lkey, &p2, 0, 0x20000, 1, &out), mr_status::bad_pd);
+        EXPECT_EQ(mr_check(t, memo, a.lkey, &p1, access_remote_write, 0x20000, 1, &out),
+                  mr_status::no_access);
+        EXPECT_EQ(mr_check(t, memo, a.lkey, &p1, 0, 0x20000, 4097, &out), mr_status::out_of_range);
+    }
+    EXPECT_EQ(memo.m, &a);
+    /* another key goes; a's is looked up again and still works */
+    t.remove(&b);
+    EXPECT_EQ(mr_check(t, memo, a.lkey, &p1, 0, 0x20000, 1, &out), mr_status::ok);
+    /* the memo's own key goes: refused, though the MR object still exists */
+    const uint32_t old = a.lkey;
+    t.remove(&a);
+    EXPECT_EQ(mr_check(t, memo, old, &p1, 0, 0x20000, 1, &out), mr_status::bad_key);
+    /* and one invalidated remotely */
+    ASSERT_TRUE(t.insert(&b));
+    EXPECT_EQ(mr_check(t, memo, b.lkey, &p1, 0, 0x20000, 1, &out), mr_status::ok);
+    t.invalidate(&b);
+    EXPECT_EQ(mr_check(t, memo, b.lkey, &p1, 0, 0x20000, 1, &out), mr_status::bad_key);
+}
+
 TEST(mr_table_test, keys_differ_across_seeds) {
     mr_table t1, t2;
     t1.init(4, 1);
