@@ -481,12 +481,14 @@ int rdma_get_cm_event(rdma_event_channel *channel_, rdma_cm_event **out) {
     uroce::cm_event *u = nullptr;
     for (;;) {
         if (u) {
-            /* An event for an id the application has destroyed (queued
-             * before rdma_destroy_id: rping's client destroys its id while
-             * the peer's DREP is on its way). The kernel drops a destroyed
-             * id's unread events (ucma_cleanup_ctx_events); handing it
-             * over gave the application an id with no context, and rping's
-             * CM thread crashed on it at exit. */
+            /* An event for an id the application has destroyed. The
+             * library drops a destroyed id's queued events, as the
+             * kernel's ucma_cleanup_ctx_events (lib/cm destroy_id); this
+             * one was taken off the queue by this thread just before
+             * another destroyed its id. librdmacm's rdma_destroy_id would
+             * have waited for it to be acknowledged; handing it over gave
+             * the application an id with no context (rping's CM thread
+             * crashed on it at exit). */
             bool destroyed;
             {
                 guard g;

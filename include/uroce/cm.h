@@ -238,7 +238,8 @@ struct cm_config {
     X(sidr_unknown, "SIDR_REP for no request of ours: dropped")                                    \
     X(conns_created, "connections created")                                                        \
     X(conns_freed, "connections freed")                                                            \
-    X(events, "events queued on channels")
+    X(events, "events queued on channels")                                                         \
+    X(events_purged, "unread events dropped with their destroyed id (or its listener)")
 
 struct cm_counters_snapshot {
 #define UROCE_X(name, desc) uint64_t name = 0;

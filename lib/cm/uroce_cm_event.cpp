@@ -74,6 +74,34 @@ void cm_channel_push(cm_event_channel *ch, cm_event_impl *ev) {
     [[maybe_unused]] ssize_t w = write(ch->fd, &one, sizeof(one));
 }
 
+/* An event leaves the queue unread: what get_event and ack_event would have
+ * done for it together. */
+static void drop_unread(cm_event_channel *ch, cm_event_impl *ev) {
+    uint64_t one;
+    [[maybe_unused]] ssize_t r = read(ch->fd, &one, sizeof(one)); /* semaphore: count - 1 */
+    ack_event(ev);
+}
+
+size_t cm_channel_purge(cm_event_channel *ch, const cm_id_impl *id,
+                        std::vector<cm_id_impl *> &requests) {
+    std::lock_guard<std::mutex> lock(ch->mu);
+    size_t dropped = 0;
+    for (auto it = ch->q.begin(); it != ch->q.end();) {
+        cm_event_impl *ev = *it;
+        const bool own = ev->id == id;
+        const bool request = ev->listen_id == id && ev->event == cm_event_type::connect_request;
+        if (!own && !request) {
+            ++it;
+            continue;
+        }
+        if (request) requests.push_back(static_cast<cm_id_impl *>(ev->id));
+        it = ch->q.erase(it);
+        drop_unread(ch, ev);
+        ++dropped;
+    }
+    return dropped;
+}
+
 verbs_error get_event(cm_event_channel *ch, cm_event **event) {
     if (!ch || !event) return verbs_error::inval;
     std::lock_guard<std::mutex> lock(ch->mu);

@@ -540,6 +540,12 @@ verbs_error cm_service::destroy_id(cm_id_impl *id) {
             other->listener = nullptr;
             if (other->state == cm_id_state::req_wait_mac) orphans.push_back(other);
         }
+    /* Its unread events go with it (ucma_cleanup_ctx_events): handed over
+     * later they would name an id the user has let go, with no context
+     * (rping's CM thread crashed on a DISCONNECTED queued before its
+     * rdma_destroy_id). Requests queued for a listener die as unshown ones
+     * do. */
+    own_.events_purged += cm_channel_purge(id->channel, id, orphans);
     for (cm_id_impl *o : orphans) {
         if (o->conn) o->conn->reject(cm_rej_reason::consumer_defined);
         destroy_id(o);

@@ -109,6 +109,12 @@ struct cm_event_channel {
 
 /* uroce_cm_event.cpp: queue ev on ch (the stack's thread). */
 void cm_channel_push(cm_event_channel *ch, cm_event_impl *ev);
+/* Drops from ch the unread events of id, which is being destroyed, as the
+ * kernel's ucma_cleanup_ctx_events does: its own, and the CONNECT_REQUESTs
+ * it listened for, whose new ids are appended to requests for the caller
+ * to refuse and destroy (the user never saw them). Returns how many. */
+size_t cm_channel_purge(cm_event_channel *ch, const cm_id_impl *id,
+                        std::vector<cm_id_impl *> &requests);
 
 class cm_service final : public engine_poller, private cm_agent::endpoint {
   public:

@@ -14,6 +14,8 @@
  * fixture's addresses): its REQ, injected, is a CONNECT_REQUEST with rping's
  * parameters, and our REQ carries what rxe's does.
  */
+#include <poll.h>
+
 #include <cerrno>
 #include <tuple>
 #include <vector>
@@ -496,6 +498,36 @@ TEST_F(cm_service_t, reject_by_the_listener_carries_its_private_data) {
     ack_event(ev);
     destroy(pas);
     destroy(act);
+}
+
+/* ucma_cleanup_ctx_events: a listener destroyed with a CONNECT_REQUEST
+ * still unread takes it along; the request's id, never shown to the user,
+ * is destroyed, and the peer hears a consumer-defined REJ (cm.c
+ * cm_destroy_id in REQ_RCVD). */
+TEST_F(cm_service_t, a_request_unread_when_its_listener_goes_is_refused) {
+    start();
+    listen_b();
+    cm_id *act = resolve_a();
+    cm_conn_param cp;
+    ASSERT_EQ(connect(act, &cp), verbs_error::ok);
+    const int fd = event_channel_fd(b.ch);
+    ASSERT_TRUE(run_until([&] {
+        pollfd p{fd, POLLIN, 0};
+        return ::poll(&p, 1, 0) == 1;
+    }));
+    ASSERT_EQ(destroy_id(listener), verbs_error::ok);
+    listener = nullptr;
+    EXPECT_EQ(cm_counters(b.cm).events_purged, 1u);
+    pollfd p{fd, POLLIN, 0};
+    EXPECT_EQ(::poll(&p, 1, 0), 0) << "the fd's count went with the event";
+    int status = 0;
+    ASSERT_TRUE(expect_event(a, cm_event_type::rejected, nullptr, nullptr, &status));
+    EXPECT_EQ(status, int(cm_rej_reason::consumer_defined));
+    cm_event *ev = nullptr;
+    EXPECT_EQ(get_event(b.ch, &ev), verbs_error::again);
+    destroy(act);
+    EXPECT_TRUE(
+        run_until([&] { return cm_connection_count(a.cm) + cm_connection_count(b.cm) == 0; }));
 }
 
 TEST_F(cm_service_t, req_for_another_address_of_the_port_is_refused) {
