@@ -149,10 +149,8 @@ static inline bool peek_bth(const rte_mbuf *m, uint32_t &qpn, uint8_t &opcode) {
  * then, once those lines are in, the queue entry the frame will read
  * (stage 2), and one frame ahead a SEND's receive buffer (stage 3): far
  * enough for the lines to arrive before rx_one needs them, near enough
- * that they are still in L1 then. At 4096 QPs, 4 frames (about 250 ns)
- * left stage 2 waiting on the QP's queue lines (a third of rx_burst's
- * samples); 8 gained 2-4% there (doc/performance.md). */
-inline constexpr uint16_t rx_qp_prefetch_ahead = 8;
+ * that they are still in L1 then. */
+inline constexpr uint16_t rx_qp_prefetch_ahead = 4;
 inline constexpr uint16_t rx_wqe_prefetch_ahead = 2;
 
 /* A frame's lines, up to the ICRC's short-frame limit: the parse reads the
@@ -180,7 +178,7 @@ void device::rx_burst(rte_mbuf **pkts, uint16_t n) {
         uint32_t run;          /* which run of frames for one QP it is in */
         uint32_t sends_before; /* frames of its run before it that take a receive WQE */
     };
-    constexpr uint16_t window = 16; /* > rx_qp_prefetch_ahead, a power of 2 */
+    constexpr uint16_t window = 8; /* > rx_qp_prefetch_ahead, a power of 2 */
     static_assert(window > rx_qp_prefetch_ahead && (window & (window - 1)) == 0);
     lookahead ahead[window];
     const qp *run_qp = nullptr;
