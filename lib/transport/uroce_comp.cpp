@@ -27,12 +27,7 @@ static inline bool is_atomic(const send_wqe &w) {
 static void cq_write(qp *q, cq *c, const wc &e) {
     if (!cq_post(c, e)) [[unlikely]] {
         ++q->dev->cnt().cq_overflows;
-        /* rxe_cq_post: a full CQ raises IB_EVENT_CQ_ERR, each time (IBTA
-         * 11.6.3.1, CQ Error) */
-        async_event ev;
-        ev.type = event_type::cq_err;
-        ev.cq = c;
-        q->dev->raise_event(ev);
+        cq_overflowed(c);
         return;
     }
     ++q->cnt.completions;

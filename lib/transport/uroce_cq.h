@@ -39,6 +39,10 @@ static inline bool cq_post(cq *c, const wc &e) {
     return true;
 }
 
+/* uroce_event.cpp: c was full when a completion came (rxe_cq_post raises
+ * IB_EVENT_CQ_ERR each time; IBTA 11.6.3.1, CQ Error). */
+void cq_overflowed(cq *c);
+
 /* Room for cqe completions from now on (the ring is a power of two at
  * least that long), those not yet polled kept in order. The caller checked
  * count() <= cqe. Control path: allocates. */

@@ -2,7 +2,7 @@
  * Asynchronous events (ibv_get_async_event's; verbs.h get_async_event): the
  * device's bounded queue, and the transport's few reasons to fill it. Every
  * caller is on an error or control path (an SRQ falling below its limit, a
- * QP going to ERR), never on a packet's ordinary way.
+ * CQ overflowing, a QP going to ERR), never on a packet's ordinary way.
  */
 #include "uroce_device.h"
 
@@ -46,6 +46,13 @@ void srq_limit_reached(srq *s) {
     e.type = event_type::srq_limit_reached;
     e.srq = s;
     s->dev->raise_event(e);
+}
+
+void cq_overflowed(cq *c) {
+    async_event e;
+    e.type = event_type::cq_err;
+    e.cq = c;
+    c->dev->raise_event(e);
 }
 
 void qp_raise_event(qp *q, event_type t) {
