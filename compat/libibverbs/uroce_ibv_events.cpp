@@ -74,6 +74,11 @@ int ibv_get_cq_event(ibv_comp_channel *channel, ibv_cq **cq, void **cq_context) 
     }
     compat_cq *c = ch->events.front();
     ch->events.pop_front();
+    /* counted before ch->mu goes: ibv_destroy_cq takes the CQ's events off
+     * the channel under it, then waits for the acks of those counted */
+    pthread_mutex_lock(&c->cq.mutex);
+    ++c->comp_events_reported;
+    pthread_mutex_unlock(&c->cq.mutex);
     *cq = &c->cq;
     *cq_context = c->cq.cq_context;
     return 0;
@@ -84,6 +89,39 @@ void ibv_ack_cq_events(ibv_cq *cq, unsigned int nevents) {
     cq->comp_events_completed += nevents;
     pthread_cond_signal(&cq->cond);
     pthread_mutex_unlock(&cq->mutex);
+}
+
+/* One more event about its object handed out (the kernel's events_reported). */
+static void count_reported(const ibv_async_event &e) {
+    pthread_mutex_t *mu = nullptr;
+    uint32_t *reported = nullptr;
+    switch (e.event_type) {
+    case IBV_EVENT_CQ_ERR:
+        mu = &e.element.cq->mutex;
+        reported = &to_cq(e.element.cq)->async_events_reported;
+        break;
+    case IBV_EVENT_QP_FATAL:
+    case IBV_EVENT_QP_REQ_ERR:
+    case IBV_EVENT_QP_ACCESS_ERR:
+    case IBV_EVENT_COMM_EST:
+    case IBV_EVENT_SQ_DRAINED:
+    case IBV_EVENT_PATH_MIG:
+    case IBV_EVENT_PATH_MIG_ERR:
+    case IBV_EVENT_QP_LAST_WQE_REACHED:
+        mu = &e.element.qp->mutex;
+        reported = &to_qp(e.element.qp)->events_reported;
+        break;
+    case IBV_EVENT_SRQ_ERR:
+    case IBV_EVENT_SRQ_LIMIT_REACHED:
+        mu = &e.element.srq->mutex;
+        reported = &to_srq(e.element.srq)->events_reported;
+        break;
+    default: /* port and device events: nothing waits for them */
+        return;
+    }
+    pthread_mutex_lock(mu);
+    ++*reported;
+    pthread_mutex_unlock(mu);
 }
 
 int ibv_get_async_event(ibv_context *context, ibv_async_event *event) {
@@ -97,13 +135,17 @@ int ibv_get_async_event(ibv_context *context, ibv_async_event *event) {
     }
     *event = c->async_events.front();
     c->async_events.pop_front();
+    /* counted before async_mu goes: a destroy drops the object's queued
+     * events under it (forget_event_obj_locked), then waits for the acks
+     * of those counted */
+    count_reported(*event);
     return 0;
 }
 
 /* As rdma-core: one more of the object's events acknowledged (its
- * events_completed). Destroying the object does not wait for them (the
- * kernel's events_reported has no twin here): its unread events are
- * dropped instead (runtime::forget_event_obj_locked). */
+ * events_completed). Destroying the object drops its unread events
+ * (runtime::forget_event_obj_locked) and waits for the acks of those
+ * handed out (wait_events_acked). */
 void ibv_ack_async_event(ibv_async_event *event) {
     pthread_mutex_t *mu = nullptr;
     pthread_cond_t *cond = nullptr;

@@ -98,7 +98,12 @@ struct compat_cq {
     /* ibv_req_notify_cq: armed until the next completion signals the channel. */
     std::atomic<bool> armed{false};
     compat_comp_channel *chan = nullptr;
-    uint32_t events_queued = 0; /* events not yet acked (ibv_ack_cq_events) */
+    /* Events handed to the application (ibv_get_cq_event; ibv_get_async_event's
+     * CQ_ERR), under cq.mutex: ibv_destroy_cq waits until the acks
+     * (comp_events_completed, async_events_completed) reach them, as
+     * rdma-core does with the kernel's counts. */
+    uint32_t comp_events_reported = 0;
+    uint32_t async_events_reported = 0;
     /* ibv_start_poll / ibv_next_poll's current completion (the read_*
      * functions return its fields). */
     ibv_wc cur{};
@@ -114,6 +119,7 @@ static inline compat_cq *to_cq(ibv_cq *c) {
 struct compat_srq {
     ibv_srq srq;
     uroce::srq *usrq = nullptr;
+    uint32_t events_reported = 0; /* handed out, under srq.mutex (compat_cq's) */
     uint32_t max_wr = 0, max_sge = 0, limit = 0;
 };
 static inline compat_srq *to_srq(ibv_srq *s) {
@@ -139,7 +145,8 @@ struct compat_qp {
     ibv_qp_type type = IBV_QPT_RC;
     uint32_t max_inline = 0;
     uint32_t max_send_sge = 1, max_recv_sge = 1;
-    bool made_by_cm = false; /* rdma_create_qp's: the CM must let go of it */
+    bool made_by_cm = false;      /* rdma_create_qp's: the CM must let go of it */
+    uint32_t events_reported = 0; /* handed out, under qpx.qp_base.mutex (compat_cq's) */
     /* The wr_* (new post send) API's batch. */
     std::vector<uroce::send_wr> batch;
     std::vector<uroce::sge> batch_sges; /* max_send_sge per WR of batch */
@@ -148,6 +155,17 @@ struct compat_qp {
 };
 static inline compat_qp *to_qp(ibv_qp *q) {
     return reinterpret_cast<compat_qp *>(q);
+}
+
+/* rdma-core's destroy: once the object is gone from the device, wait until
+ * the application has acknowledged every event it was handed about it (an
+ * ack after the free would write freed memory). */
+static inline void wait_events_acked(pthread_mutex_t *mu, pthread_cond_t *cond,
+                                     const uint32_t *completed, const uint32_t *reported) {
+    pthread_mutex_lock(mu);
+    while (*completed != *reported)
+        pthread_cond_wait(cond, mu);
+    pthread_mutex_unlock(mu);
 }
 
 } // namespace uroce::compat

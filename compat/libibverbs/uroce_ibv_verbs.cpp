@@ -366,6 +366,9 @@ int ibv_destroy_cq(ibv_cq *cq) {
                               c->chan->events.end());
         c->chan->refcnt.fetch_sub(1);
     }
+    wait_events_acked(&cq->mutex, &cq->cond, &cq->comp_events_completed, &c->comp_events_reported);
+    wait_events_acked(&cq->mutex, &cq->cond, &cq->async_events_completed,
+                      &c->async_events_reported);
     pthread_mutex_destroy(&cq->mutex);
     pthread_cond_destroy(&cq->cond);
     delete c;
@@ -519,6 +522,7 @@ int ibv_destroy_srq(ibv_srq *srq) {
         if (e == verbs_error::ok) rt.forget_event_obj_locked(s->usrq, &s->srq);
     }
     if (e != verbs_error::ok) return to_errno(e);
+    wait_events_acked(&srq->mutex, &srq->cond, &srq->events_completed, &s->events_reported);
     pthread_mutex_destroy(&srq->mutex);
     pthread_cond_destroy(&srq->cond);
     delete s;
@@ -847,6 +851,7 @@ int ibv_destroy_qp(ibv_qp *qp) {
         if (e != verbs_error::ok) return to_errno(e);
         rt.forget_event_obj_locked(q->uqp, &q->qpx.qp_base);
     }
+    wait_events_acked(&qp->mutex, &qp->cond, &qp->events_completed, &q->events_reported);
     pthread_mutex_destroy(&qp->mutex);
     pthread_cond_destroy(&qp->cond);
     delete q;

@@ -14,6 +14,10 @@
  * WQEs; the limit reads 0 after), resizes its receive CQ while the 4
  * completions wait in it (EINVAL below 4 and above max_cqe), polls them in
  * order, and moves its QP to ERR: IBV_EVENT_QP_LAST_WQE_REACHED naming it.
+ * It holds that event unacknowledged and destroys the QP while another
+ * thread acknowledges it 200 ms later: ibv_destroy_qp returns only after
+ * the ack (rdma-core waits for every event it handed out about the QP; an
+ * ack after the free would write freed memory).
  */
 #include <infiniband/verbs.h>
 #include <poll.h>
@@ -119,6 +123,8 @@ int run_side(bool server, int to_peer, int from_peer, int gid_index) {
     if (!scq || !rcq) return 1;
 
     ibv_srq *srq = nullptr;
+    ibv_async_event last_wqe{}; /* held unacknowledged until the QP's destroy */
+    bool holding = false;
     if (server) {
         ibv_srq_init_attr sa{};
         sa.attr.max_wr = srq_wqes * 2;
@@ -232,11 +238,10 @@ int run_side(bool server, int to_peer, int from_peer, int gid_index) {
         ibv_qp_attr a{};
         a.qp_state = IBV_QPS_ERR;
         CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE) == 0);
-        CHECK(next_object_event(ctx, &ev));
-        CHECK(ev.event_type == IBV_EVENT_QP_LAST_WQE_REACHED);
-        CHECK(ev.element.qp == qp);
-        ibv_ack_async_event(&ev);
-        CHECK(qp->events_completed == 1);
+        CHECK(next_object_event(ctx, &last_wqe));
+        CHECK(last_wqe.event_type == IBV_EVENT_QP_LAST_WQE_REACHED);
+        CHECK(last_wqe.element.qp == qp);
+        holding = last_wqe.event_type == IBV_EVENT_QP_LAST_WQE_REACHED;
     }
     CHECK(write_all(to_peer, &token, 1) && read_all(from_peer, &token, 1));
     /* Nothing more is due; anything late is named and acked (rdma-core's
@@ -250,8 +255,24 @@ int run_side(bool server, int to_peer, int from_peer, int gid_index) {
         if (late.event_type != IBV_EVENT_PORT_ACTIVE) CHECK(!"late event");
         ibv_ack_async_event(&late);
     }
-    step(server, "destroying the QP");
+    std::atomic<bool> acked{false};
+    std::thread acker;
+    if (holding) {
+        step(server, "destroying the QP, its event acknowledged 200 ms later");
+        acker = std::thread([&] {
+            usleep(200 * 1000);
+            CHECK(qp->events_completed == 0);
+            acked = true; /* before the ack: destroy may return right after it */
+            ibv_ack_async_event(&last_wqe);
+        });
+    } else {
+        step(server, "destroying the QP");
+    }
     CHECK(ibv_destroy_qp(qp) == 0);
+    if (holding) {
+        CHECK(acked.load()); /* it waited for the ack */
+        acker.join();
+    }
     if (srq) {
         step(server, "destroying the SRQ");
         watch_start();
