@@ -46,7 +46,10 @@ for _ in $(seq 50); do
     if [ $host = 127.0.0.1 ]; then
         ss -ltn 2>/dev/null | grep -q ":$port " && break
     else
-        grep -q "Waiting for client" "$dir/server.log" 2>/dev/null && break
+        # printed just before rdma_listen: a client quicker than that (the
+        # machine busy with a build) met no listener, REJ reason 8 (invalid
+        # service ID), and failed; a moment more covers it
+        grep -q "Waiting for client" "$dir/server.log" 2>/dev/null && sleep 0.3 && break
     fi
     sleep 0.1
 done
