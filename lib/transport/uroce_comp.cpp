@@ -69,7 +69,8 @@ void comp_complete_wqe(qp *q, send_wqe &w) {
     ++q->sq_comp;
     /* a fence or the rd_atomic limit may have been waiting on this one */
     if (q->req.wqe != q->sq_head) q->dev->schedule(q);
-    if (q->state == qp_state::sqd && q->sq_comp == q->req.wqe) q->attr.sq_draining = 0;
+    if (q->state == qp_state::sqd) [[unlikely]]
+        qp_sq_drain_check(q);
 }
 
 /* A WQE the requester refused (local protection error) reached the head. */

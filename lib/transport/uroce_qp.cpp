@@ -365,10 +365,25 @@ verbs_error qp_modify(qp *q, const qp_attr &a, unsigned mask) {
             break;
         }
         s.qp_state = q->state;
-        s.sq_draining = 0;
+        s.sq_draining = next == qp_state::sqd;
+        if (next == qp_state::sqd) qp_sq_drain_check(q); /* nothing in flight: at once */
         if (next == qp_state::rts || next == qp_state::err) d->schedule(q);
     }
     return verbs_error::ok;
+}
+
+/* IBTA 10.3.1.6: SQD finishes the message in progress and starts no new
+ * one; the drain is over when the requester stands at a WQE boundary and
+ * every WQE it issued has completed (go-back-N may have moved it back onto
+ * an issued one: not drained). IBTA 11.6.3.1 raises SQ Drained when the
+ * move to SQD asked for it (en_sqd_async_notify, ibv_modify_qp(3)); rxe
+ * raises it whatever that says (rxe_req.c, rxe_comp.c). */
+void qp_sq_drain_check(qp *q) {
+    if (q->state != qp_state::sqd || !q->attr.sq_draining) return;
+    if (q->req.offset != 0 || q->req.wqe != q->sq_comp) return;
+    if (q->sq_comp != q->sq_head && sq_at(q, q->sq_comp).state != wqe_state::posted) return;
+    q->attr.sq_draining = 0;
+    if (q->attr.en_sqd_async_notify) qp_raise_event(q, event_type::sq_drained);
 }
 
 } // namespace uroce

@@ -335,6 +335,11 @@ verbs_error qp_modify(qp *q, const qp_attr &a, unsigned mask);
 void qp_to_error(qp *q);
 /* Queue an asynchronous event about q (uroce_event.cpp). */
 void qp_raise_event(qp *q, event_type t);
+/* uroce_qp.cpp: a QP in SQD with its drain under way has drained once
+ * nothing it issued is outstanding (IBTA 10.3.1.6): attr.sq_draining reads
+ * 0 and SQ_DRAINED is raised if the move to SQD asked for it. Called where
+ * that can change (the move itself, each completed send WQE). */
+void qp_sq_drain_check(qp *q);
 void qp_to_sqe(qp *q); /* UC/UD send-side error */
 void qp_flush(qp *q);
 bool qp_modify_is_ok(qp_state cur, qp_state next, qp_type type, unsigned mask);

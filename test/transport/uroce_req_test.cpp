@@ -358,6 +358,63 @@ TEST_F(req, sqd_drains_then_resumes) {
     ASSERT_EQ(poll_n(a.scq, 1).size(), 1u);
 }
 
+/* IBTA 10.3.1.6 / 11.6.3.1: SQD finishes what was issued; once every issued
+ * WQE has completed, sq_draining reads 0 and, when the move to SQD asked
+ * for it, SQ_DRAINED is raised, once. A WQE posted in SQD waits for RTS. */
+TEST_F(req, sqd_raises_sq_drained_once_the_issued_work_completes) {
+    opt.timeout = 8;
+    setup_pair();
+    std::vector<uint8_t> src(4096), dst(4096);
+    mr *ms = reg(a, src.data(), src.size());
+    mr *md = reg(b, dst.data(), dst.size());
+    const uint64_t to = reinterpret_cast<uint64_t>(dst.data());
+    auto draining = [&] {
+        qp_attr q;
+        qp_init_attr qi;
+        EXPECT_EQ(query_qp(a.qp, &q, qp_attr_state, &qi), verbs_error::ok);
+        return q.sq_draining;
+    };
+    /* B's answers held: the WRITE stays unacknowledged */
+    link->set_filter([&](rte_mbuf *, const memlink_port *from) { return from == a.port; });
+    ASSERT_EQ(post_one(a, wr_opcode::rdma_write, src.data(), 4096, ms, 1, to, mr_rkey(md)),
+              verbs_error::ok);
+    for (int i = 0; i < 20; ++i)
+        pump();
+    qp_attr at;
+    at.qp_state = qp_state::sqd;
+    at.en_sqd_async_notify = 1;
+    ASSERT_EQ(modify_qp(a.qp, at, qp_attr_state | qp_attr_en_sqd_async_notify), verbs_error::ok);
+    ASSERT_EQ(post_one(a, wr_opcode::rdma_write, src.data(), 64, ms, 2, to, mr_rkey(md)),
+              verbs_error::ok);
+    async_event ev;
+    EXPECT_EQ(draining(), 1);
+    EXPECT_FALSE(get_async_event(a.ctx, &ev)) << "the WRITE is still unacknowledged";
+    link->set_filter(nullptr);
+    auto sw = poll_n(a.scq, 1);
+    ASSERT_EQ(sw.size(), 1u);
+    EXPECT_EQ(sw[0].wr_id, 1u);
+    settle();
+    ASSERT_TRUE(get_async_event(a.ctx, &ev));
+    EXPECT_EQ(ev.type, event_type::sq_drained);
+    EXPECT_EQ(ev.qp, a.qp);
+    EXPECT_FALSE(get_async_event(a.ctx, &ev)) << "once";
+    EXPECT_EQ(draining(), 0);
+    wc e;
+    EXPECT_EQ(poll_cq(a.scq, 1, &e), 0) << "the WQE posted in SQD waits";
+    at.qp_state = qp_state::rts;
+    ASSERT_EQ(modify_qp(a.qp, at, qp_attr_state), verbs_error::ok);
+    sw = poll_n(a.scq, 1);
+    ASSERT_EQ(sw.size(), 1u);
+    EXPECT_EQ(sw[0].wr_id, 2u);
+    /* nothing in flight: drained at once; not asked for: no event */
+    at.qp_state = qp_state::sqd;
+    at.en_sqd_async_notify = 0;
+    ASSERT_EQ(modify_qp(a.qp, at, qp_attr_state | qp_attr_en_sqd_async_notify), verbs_error::ok);
+    EXPECT_EQ(draining(), 0);
+    settle();
+    EXPECT_FALSE(get_async_event(a.ctx, &ev));
+}
+
 /* A UD QP sends from its own UDP source port, whatever the AH: rxe's
  * 0xC000 + hash_32(qpn, 14) (ud_udp_sport), measured on rxe's frames. */
 TEST_F(req, ud_sends_from_the_qps_own_source_port) {
