@@ -91,15 +91,24 @@ void ibv_ack_cq_events(ibv_cq *cq, unsigned int nevents) {
     pthread_mutex_unlock(&cq->mutex);
 }
 
-/* One more event about its object handed out (the kernel's events_reported). */
-static void count_reported(const ibv_async_event &e) {
-    pthread_mutex_t *mu = nullptr;
-    uint32_t *reported = nullptr;
+/* What an event about an object counts on it: rdma-core's acknowledged
+ * count and lock, and ours of those handed out (the kernel's
+ * events_reported). Port and device events name no object: nothing waits
+ * for them. */
+struct event_counts {
+    pthread_mutex_t *mu;
+    pthread_cond_t *cond;
+    uint32_t *completed;
+    uint32_t *reported;
+};
+
+static bool counts_of(const ibv_async_event &e, event_counts &c) {
     switch (e.event_type) {
-    case IBV_EVENT_CQ_ERR:
-        mu = &e.element.cq->mutex;
-        reported = &to_cq(e.element.cq)->async_events_reported;
-        break;
+    case IBV_EVENT_CQ_ERR: {
+        ibv_cq *cq = e.element.cq;
+        c = {&cq->mutex, &cq->cond, &cq->async_events_completed, &to_cq(cq)->async_events_reported};
+        return true;
+    }
     case IBV_EVENT_QP_FATAL:
     case IBV_EVENT_QP_REQ_ERR:
     case IBV_EVENT_QP_ACCESS_ERR:
@@ -107,21 +116,20 @@ static void count_reported(const ibv_async_event &e) {
     case IBV_EVENT_SQ_DRAINED:
     case IBV_EVENT_PATH_MIG:
     case IBV_EVENT_PATH_MIG_ERR:
-    case IBV_EVENT_QP_LAST_WQE_REACHED:
-        mu = &e.element.qp->mutex;
-        reported = &to_qp(e.element.qp)->events_reported;
-        break;
-    case IBV_EVENT_SRQ_ERR:
-    case IBV_EVENT_SRQ_LIMIT_REACHED:
-        mu = &e.element.srq->mutex;
-        reported = &to_srq(e.element.srq)->events_reported;
-        break;
-    default: /* port and device events: nothing waits for them */
-        return;
+    case IBV_EVENT_QP_LAST_WQE_REACHED: {
+        ibv_qp *qp = e.element.qp;
+        c = {&qp->mutex, &qp->cond, &qp->events_completed, &to_qp(qp)->events_reported};
+        return true;
     }
-    pthread_mutex_lock(mu);
-    ++*reported;
-    pthread_mutex_unlock(mu);
+    case IBV_EVENT_SRQ_ERR:
+    case IBV_EVENT_SRQ_LIMIT_REACHED: {
+        ibv_srq *srq = e.element.srq;
+        c = {&srq->mutex, &srq->cond, &srq->events_completed, &to_srq(srq)->events_reported};
+        return true;
+    }
+    default:
+        return false;
+    }
 }
 
 int ibv_get_async_event(ibv_context *context, ibv_async_event *event) {
@@ -138,7 +146,12 @@ int ibv_get_async_event(ibv_context *context, ibv_async_event *event) {
     /* counted before async_mu goes: a destroy drops the object's queued
      * events under it (forget_event_obj_locked), then waits for the acks
      * of those counted */
-    count_reported(*event);
+    event_counts n;
+    if (counts_of(*event, n)) {
+        pthread_mutex_lock(n.mu);
+        ++*n.reported;
+        pthread_mutex_unlock(n.mu);
+    }
     return 0;
 }
 
@@ -147,40 +160,12 @@ int ibv_get_async_event(ibv_context *context, ibv_async_event *event) {
  * (runtime::forget_event_obj_locked) and waits for the acks of those
  * handed out (wait_events_acked). */
 void ibv_ack_async_event(ibv_async_event *event) {
-    pthread_mutex_t *mu = nullptr;
-    pthread_cond_t *cond = nullptr;
-    uint32_t *done = nullptr;
-    switch (event->event_type) {
-    case IBV_EVENT_CQ_ERR:
-        mu = &event->element.cq->mutex;
-        cond = &event->element.cq->cond;
-        done = &event->element.cq->async_events_completed;
-        break;
-    case IBV_EVENT_QP_FATAL:
-    case IBV_EVENT_QP_REQ_ERR:
-    case IBV_EVENT_QP_ACCESS_ERR:
-    case IBV_EVENT_COMM_EST:
-    case IBV_EVENT_SQ_DRAINED:
-    case IBV_EVENT_PATH_MIG:
-    case IBV_EVENT_PATH_MIG_ERR:
-    case IBV_EVENT_QP_LAST_WQE_REACHED:
-        mu = &event->element.qp->mutex;
-        cond = &event->element.qp->cond;
-        done = &event->element.qp->events_completed;
-        break;
-    case IBV_EVENT_SRQ_ERR:
-    case IBV_EVENT_SRQ_LIMIT_REACHED:
-        mu = &event->element.srq->mutex;
-        cond = &event->element.srq->cond;
-        done = &event->element.srq->events_completed;
-        break;
-    default: /* port and device events: nothing waits for them */
-        return;
-    }
-    pthread_mutex_lock(mu);
-    ++*done;
-    pthread_cond_signal(cond);
-    pthread_mutex_unlock(mu);
+    event_counts n;
+    if (!counts_of(*event, n)) return;
+    pthread_mutex_lock(n.mu);
+    ++*n.completed;
+    pthread_cond_signal(n.cond);
+    pthread_mutex_unlock(n.mu);
 }
 
 } // extern "C"
