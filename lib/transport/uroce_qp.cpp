@@ -366,6 +366,7 @@ verbs_error qp_modify(qp *q, const qp_attr &a, unsigned mask) {
         }
         s.qp_state = q->state;
         s.sq_draining = next == qp_state::sqd;
+        if (next == qp_state::rtr) q->comm_est_raised = false;
         if (next == qp_state::sqd) qp_sq_drain_check(q); /* nothing in flight: at once */
         if (next == qp_state::rts || next == qp_state::err) d->schedule(q);
     }

@@ -292,6 +292,7 @@ struct qp {
     std::unique_ptr<sge[]> sq_sges;
     std::unique_ptr<uint8_t[]> sq_inline;    /* cap.max_inline_data per WQE */
     std::unique_ptr<wqe_atomic[]> sq_atomic; /* one per WQE */
+    bool comm_est_raised = false;            /* since the last move to RTR */
     /* selective repeat with a uroce peer (attr.selective_repeat; uroce_sack.cpp) */
     sr_state sr;
 };

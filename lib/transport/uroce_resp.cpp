@@ -760,6 +760,18 @@ void resp_rcv(qp *q, const roce_packet &p, rte_mbuf *m) {
         ++q->cnt.state_drops;
         return;
     }
+    if (q->state == qp_state::rtr && q->type != qp_type::ud) [[unlikely]] {
+        /* IBTA 11.6.3.1, Communication Established: a connected QP took a
+         * packet in RTR (its peer is sending before the CM's RTU came, which
+         * may be lost: the user answers with rdma_establish). Once per move
+         * to RTR, and never for a frame whose ICRC fails (settled first).
+         * NICs raise it; rxe does not. */
+        if (!q->dev->rx_trusted()) return;
+        if (!q->comm_est_raised) {
+            q->comm_est_raised = true;
+            qp_raise_event(q, event_type::comm_est);
+        }
+    }
     if (q->type == qp_type::ud) {
         ud_rcv(q, p, m);
         return;

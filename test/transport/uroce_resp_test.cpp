@@ -63,6 +63,67 @@ TEST_F(resp, gap_gets_one_seq_nak_then_recovers) {
     EXPECT_EQ(a.qp->cnt.retrans_pkts, 7u);
 }
 
+/* IBTA 11.6.3.1: a connected QP that takes a packet in RTR raises
+ * Communication Established, once, and not for a frame whose ICRC fails
+ * (a fused SEND, checked while its payload is copied). */
+TEST_F(resp, first_packet_in_rtr_raises_comm_est_once) {
+    setup_pair();
+    /* B back to RTR only: its peer sends before B's RTS (a lost RTU) */
+    qp_attr at;
+    at.qp_state = qp_state::reset;
+    ASSERT_EQ(modify_qp(b.qp, at, qp_attr_state), verbs_error::ok);
+    at = qp_attr{};
+    at.qp_state = qp_state::init;
+    at.port_num = 1;
+    at.qp_access_flags = access_remote_write;
+    ASSERT_EQ(modify_qp(b.qp, at,
+                        qp_attr_state | qp_attr_pkey_index | qp_attr_port | qp_attr_access_flags),
+              verbs_error::ok);
+    at = qp_attr{};
+    at.qp_state = qp_state::rtr;
+    at.path_mtu = opt.path_mtu;
+    at.dest_qp_num = qp_num(a.qp);
+    at.rq_psn = opt.psn_a;
+    at.ah_attr = ah_to(a);
+    at.max_dest_rd_atomic = opt.max_rd_atomic;
+    at.min_rnr_timer = opt.min_rnr_timer;
+    ASSERT_EQ(modify_qp(b.qp, at,
+                        qp_attr_state | qp_attr_av | qp_attr_path_mtu | qp_attr_dest_qpn |
+                            qp_attr_rq_psn | qp_attr_max_dest_rd_atomic | qp_attr_min_rnr_timer),
+              verbs_error::ok);
+    async_event ev;
+    while (get_async_event(b.ctx, &ev)) {
+    }
+    std::vector<uint8_t> src(1000, 0x3c), dst(2000);
+    mr *ms = reg(a, src.data(), src.size());
+    mr *md = reg(b, dst.data(), dst.size());
+    for (uint64_t i = 0; i < 2; ++i)
+        ASSERT_EQ(post_recv_buf(b, dst.data() + i * 1000, 1000, md, i), verbs_error::ok);
+    /* the first SEND arrives with a flipped payload byte: its ICRC fails */
+    bool flipped = false;
+    link->set_filter([&](rte_mbuf *m, const memlink_port *from) {
+        if (from == a.port && !flipped && m->data_len > 500) {
+            rte_pktmbuf_mtod(m, uint8_t *)[m->data_len - 100] ^= 1;
+            flipped = true;
+        }
+        return true;
+    });
+    ASSERT_EQ(post_one(a, wr_opcode::send, src.data(), 1000, ms, 1), verbs_error::ok);
+    for (int i = 0; i < 5 && !flipped; ++i)
+        pump();
+    ASSERT_TRUE(flipped);
+    EXPECT_FALSE(get_async_event(b.ctx, &ev)) << "not from a frame whose ICRC fails";
+    EXPECT_GE(b.ctx->cnt().rx_icrc_errors, 1u);
+    /* its resend, and a second SEND: one event */
+    ASSERT_EQ(post_one(a, wr_opcode::send, src.data(), 1000, ms, 2), verbs_error::ok);
+    ASSERT_EQ(poll_n(a.scq, 2).size(), 2u);
+    ASSERT_TRUE(get_async_event(b.ctx, &ev));
+    EXPECT_EQ(ev.type, event_type::comm_est);
+    EXPECT_EQ(ev.qp, b.qp);
+    EXPECT_FALSE(get_async_event(b.ctx, &ev)) << "once";
+    EXPECT_EQ(poll_n(b.rcq, 2).size(), 2u);
+}
+
 TEST_F(resp, duplicate_send_and_write_not_executed_twice) {
     setup_pair();
     link->set_faults(0, 1.0, 0, 0, 0, 0); /* every frame twice */
