@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
+#include <poll.h>
 
 #include <algorithm>
 #include <cstring>
@@ -71,6 +72,12 @@ struct cm_stack {
         nb.reset();
     }
 };
+
+/* An event channel's fd (or any) is readable now: an event waits. */
+inline bool readable(int fd) {
+    pollfd p{fd, POLLIN, 0};
+    return ::poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+}
 
 class cm_pair : public ::testing::Test {
   protected:

@@ -19,12 +19,18 @@ namespace {
 
 const auto *const env = ::testing::AddGlobalTestEnvironment(new eal_env("512"));
 
-class cm_event_t : public cm_pair {};
-
-bool readable(int fd) {
-    pollfd p{fd, POLLIN, 0};
-    return ::poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
-}
+class cm_event_t : public cm_pair {
+  protected:
+    /* Two ids on a's channel, both resolving b's address (one ARP answer
+     * resolves both: two events). */
+    void resolve_two(cm_id *&x, cm_id *&y) {
+        ASSERT_EQ(create_id(a.ch, &x, nullptr, rdma_port_space::tcp), verbs_error::ok);
+        ASSERT_EQ(create_id(a.ch, &y, nullptr, rdma_port_space::tcp), verbs_error::ok);
+        sockaddr_storage dst = addr(ip_b, 1);
+        ASSERT_EQ(resolve_addr(x, nullptr, sa(dst), 1000), verbs_error::ok);
+        ASSERT_EQ(resolve_addr(y, nullptr, sa(dst), 1000), verbs_error::ok);
+    }
+};
 
 TEST_F(cm_event_t, names_are_librdmacms) {
     EXPECT_STREQ(cm_event_str(cm_event_type::addr_resolved), "RDMA_CM_EVENT_ADDR_RESOLVED");
@@ -42,11 +48,7 @@ TEST_F(cm_event_t, fd_is_readable_exactly_while_events_wait) {
     cm_event *ev = nullptr;
     EXPECT_EQ(get_event(a.ch, &ev), verbs_error::again);
     cm_id *id1, *id2;
-    ASSERT_EQ(create_id(a.ch, &id1, nullptr, rdma_port_space::tcp), verbs_error::ok);
-    ASSERT_EQ(create_id(a.ch, &id2, nullptr, rdma_port_space::tcp), verbs_error::ok);
-    sockaddr_storage dst = addr(ip_b, 1);
-    ASSERT_EQ(resolve_addr(id1, nullptr, sa(dst), 1000), verbs_error::ok);
-    ASSERT_EQ(resolve_addr(id2, nullptr, sa(dst), 1000), verbs_error::ok);
+    ASSERT_NO_FATAL_FAILURE(resolve_two(id1, id2));
     ASSERT_TRUE(run_until([&] { return readable(fd); }));
     /* both resolve with the same ARP answer: two events, one fd */
     for (int i = 0; i < 200; i++)
@@ -80,11 +82,7 @@ TEST_F(cm_event_t, a_destroyed_ids_unread_events_go_with_it) {
     start();
     const int fd = event_channel_fd(a.ch);
     cm_id *gone, *kept;
-    ASSERT_EQ(create_id(a.ch, &gone, nullptr, rdma_port_space::tcp), verbs_error::ok);
-    ASSERT_EQ(create_id(a.ch, &kept, nullptr, rdma_port_space::tcp), verbs_error::ok);
-    sockaddr_storage dst = addr(ip_b, 1);
-    ASSERT_EQ(resolve_addr(gone, nullptr, sa(dst), 1000), verbs_error::ok);
-    ASSERT_EQ(resolve_addr(kept, nullptr, sa(dst), 1000), verbs_error::ok);
+    ASSERT_NO_FATAL_FAILURE(resolve_two(gone, kept));
     ASSERT_TRUE(run_until([&] { return cm_counters(a.cm).events == 2; }));
     ASSERT_EQ(destroy_id(gone), verbs_error::ok);
     EXPECT_EQ(cm_counters(a.cm).events_purged, 1u);
