@@ -31,11 +31,17 @@ struct id {
     /* CQs and their channels rdma_create_qp made (the attr had none). */
     bool own_cqs = false;
     bool own_pd = false;
+    /* Events naming it handed to the application and not yet acknowledged
+     * (ids_mu): rdma_destroy_id waits for them. */
+    unsigned events_out = 0;
 };
 
 struct event {
     rdma_cm_event ev;
     uroce::cm_event *uev = nullptr;
+    /* The wrappers it counted in (events_out), released by the ack. */
+    id *named = nullptr;
+    id *listener = nullptr;
 };
 
 /* The CM and the context, opened on first use; nullptr with errno set

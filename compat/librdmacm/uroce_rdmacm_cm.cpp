@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <condition_variable>
 #include <mutex>
 #include <new>
 #include <unordered_map>
@@ -27,6 +28,7 @@ std::mutex open_mu;                /* the first open */
 ibv_context *g_ctx = nullptr;      /* every id's verbs; kept until exit */
 uroce::cm_service *g_cm = nullptr; /* closed by the stack's stop hook */
 std::mutex ids_mu;                 /* the maps, from any thread */
+std::condition_variable ids_acked; /* an id's events_out fell to 0 (ids_mu) */
 std::unordered_map<const uroce::cm_id *, id *> ids;
 /* The handles the application holds, so that a destroyed or never-made
  * one is refused (EINVAL) before it is dereferenced. Debian 12's perftest
@@ -67,8 +69,7 @@ void release_qp(uroce::qp *q) {
         if (u->qp == q) const_cast<uroce::cm_id *>(u)->qp = nullptr;
 }
 
-id *wrapper_of(const uroce::cm_id *u) {
-    std::lock_guard<std::mutex> lock(ids_mu);
+id *wrapper_of_locked(const uroce::cm_id *u) {
     auto it = ids.find(u);
     return it == ids.end() ? nullptr : it->second;
 }
@@ -82,7 +83,7 @@ void copy_route(id *w) {
     w->id.port_num = 1;
 }
 
-id *new_wrapper(uroce::cm_id *u, channel *ch, void *context, rdma_port_space ps) {
+id *new_wrapper_locked(uroce::cm_id *u, channel *ch, void *context, rdma_port_space ps) {
     auto *w = new (std::nothrow) id();
     if (!w) return nullptr;
     std::memset(&w->id, 0, sizeof(w->id));
@@ -94,10 +95,64 @@ id *new_wrapper(uroce::cm_id *u, channel *ch, void *context, rdma_port_space ps)
     w->id.ps = ps;
     w->id.port_num = 1;
     w->id.qp_type = ps == RDMA_PS_UDP || ps == RDMA_PS_IPOIB ? IBV_QPT_UD : IBV_QPT_RC;
-    std::lock_guard<std::mutex> lock(ids_mu);
     ids[u] = w;
     live_ids.insert(&w->id);
     return w;
+}
+
+id *new_wrapper(uroce::cm_id *u, channel *ch, void *context, rdma_port_space ps) {
+    std::lock_guard<std::mutex> lock(ids_mu);
+    return new_wrapper_locked(u, ch, context, ps);
+}
+
+/* The id wrapper an event holds until it is acknowledged. librdmacm counts
+ * a CONNECT_REQUEST against its listener only: the new id may be rejected
+ * and destroyed before the event is acked. */
+id *counted_id(const uroce::cm_event *u, id *w) {
+    return u->event == uroce::cm_event_type::connect_request ? nullptr : w;
+}
+
+/* The wrappers an event names, found (a CONNECT_REQUEST's new id: made)
+ * and counted as holding an event until rdma_ack_cm_event, in one step
+ * under ids_mu, so that a concurrent rdma_destroy_id either comes first
+ * (the event is dropped) or waits for the acknowledgement, as librdmacm's
+ * does (events_completed). Stack lock held: routes are the CM thread's.
+ * false: the event names an id the application has destroyed. lib/cm's
+ * destroy_id takes such events off the queue; this one was taken by a
+ * waiting thread just before. */
+bool claim_wrappers(const uroce::cm_event *u, channel *ch, id **named, id **listener) {
+    std::lock_guard<std::mutex> lock(ids_mu);
+    id *l = u->listen_id ? wrapper_of_locked(u->listen_id) : nullptr;
+    id *w = u->id ? wrapper_of_locked(u->id) : nullptr;
+    if (u->listen_id && !l) return false;
+    if (u->id && !w) {
+        if (u->event != uroce::cm_event_type::connect_request) return false;
+        /* The listener's channel and context, as librdmacm's new id. */
+        w = new_wrapper_locked(u->id, l ? l->chan : ch, l ? l->id.context : nullptr,
+                               l ? l->id.ps : RDMA_PS_TCP);
+        if (!w) return false;
+    }
+    if (w) copy_route(w);
+    if (id *c = counted_id(u, w)) c->events_out++;
+    if (l) l->events_out++;
+    *named = w;
+    *listener = l;
+    return true;
+}
+
+void unclaim(id *w) {
+    if (w && --w->events_out == 0) ids_acked.notify_all();
+}
+
+/* An event that names a destroyed id, taken off the queue: acknowledged
+ * unseen. A connection request whose listener is gone dies as the ones
+ * lib/cm's destroy_id took off the queue: refused, its new id destroyed. */
+void drop_event(uroce::cm_event *u) {
+    if (u->event == uroce::cm_event_type::connect_request && u->id) {
+        uroce::reject(u->id, nullptr, 0);
+        uroce::destroy_id(u->id);
+    }
+    uroce::ack_event(u);
 }
 
 void stale(const char *call, const char *what) {
@@ -294,21 +349,33 @@ int rdma_create_id(rdma_event_channel *channel_, rdma_cm_id **out, void *context
 }
 
 int rdma_destroy_id(rdma_cm_id *i) {
-    id *w = live_id(i, __func__);
-    if (!w) return -1;
+    id *w = nullptr;
+    {
+        /* Out of the maps first: an event for it that a thread takes from
+         * now on is dropped (claim_wrappers). */
+        std::lock_guard<std::mutex> lock(ids_mu);
+        if (i && live_ids.erase(i)) {
+            w = reinterpret_cast<id *>(i);
+            ids.erase(w->uid);
+        }
+    }
+    if (!w) {
+        stale(__func__, "rdma_cm_id");
+        return -1;
+    }
     verbs_error e;
     {
         guard g;
         e = uroce::destroy_id(w->uid);
     }
-    if (e != verbs_error::ok) return fail(e);
-    {
-        std::lock_guard<std::mutex> lock(ids_mu);
-        ids.erase(w->uid);
-        live_ids.erase(&w->id);
-    }
+    /* librdmacm's rdma_destroy_id waits until every event reported about
+     * the id has been acknowledged (ucma_destroy_kern_id's events_reported):
+     * the thread that holds one may still read the id and its context. */
+    std::unique_lock<std::mutex> lock(ids_mu);
+    ids_acked.wait(lock, [w] { return w->events_out == 0; });
+    lock.unlock();
     delete w;
-    return 0;
+    return fail(e);
 }
 
 int rdma_bind_addr(rdma_cm_id *i, sockaddr *addr) {
@@ -479,41 +546,39 @@ int rdma_get_cm_event(rdma_event_channel *channel_, rdma_cm_event **out) {
     channel *ch = live_channel(channel_, __func__);
     if (!ch) return -1;
     uroce::cm_event *u = nullptr;
+    id *w = nullptr, *listener = nullptr;
     for (;;) {
         if (u) {
-            /* An event for an id the application has destroyed. The
-             * library drops a destroyed id's queued events, as the
-             * kernel's ucma_cleanup_ctx_events (lib/cm destroy_id); this
-             * one was taken off the queue by this thread just before
-             * another destroyed its id. librdmacm's rdma_destroy_id would
-             * have waited for it to be acknowledged; handing it over gave
-             * the application an id with no context (rping's CM thread
-             * crashed on it at exit). */
-            bool destroyed;
+            bool claimed;
             {
                 guard g;
-                destroyed = u->id && u->event != uroce::cm_event_type::connect_request &&
-                            !wrapper_of(u->id);
+                claimed = claim_wrappers(u, ch, &w, &listener);
+                if (!claimed) drop_event(u);
             }
-            if (!destroyed) break;
-            uroce::ack_event(u);
+            if (claimed) break;
             u = nullptr;
         }
-        verbs_error e;
-        int fd;
+        verbs_error e = verbs_error::ok;
+        int fd = -1;
+        bool live;
         {
             /* The application may destroy the channel while this thread
              * waits on it: rping's main thread destroys its channel with
              * its CM thread still in here, then exits. The channel is
              * looked at only while it is live (ids_mu: destroy takes it
-             * before freeing). Once it is gone the thread stays blocked,
-             * as librdmacm's read(2) of a closed fd does, instead of
-             * reading the freed channel. */
+             * before freeing). */
             std::lock_guard<std::mutex> lock(ids_mu);
-            if (!live_channels.count(channel_)) return block_forever();
-            e = uroce::get_event(ch->uch, &u);
-            fd = ch->ch.fd;
+            live = live_channels.count(channel_) != 0;
+            if (live) {
+                e = uroce::get_event(ch->uch, &u);
+                fd = ch->ch.fd;
+            }
         }
+        /* Once it is gone the thread stays blocked, as librdmacm's read(2)
+         * of a closed fd does, instead of reading the freed channel; and
+         * without ids_mu, which the exit hook (destroy_ids_at_leave) takes:
+         * blocking with it held hung rping's exit one run in twenty. */
+        if (!live) return block_forever();
         if (e == verbs_error::ok) continue; /* checked at the top */
         if (e != verbs_error::again) return fail(e);
         /* Blocks, as librdmacm's read(2) of its fd, unless the
@@ -528,20 +593,18 @@ int rdma_get_cm_event(rdma_event_channel *channel_, rdma_cm_event **out) {
     }
     auto *ev = new (std::nothrow) event();
     if (!ev) {
+        std::lock_guard<std::mutex> lock(ids_mu);
+        unclaim(counted_id(u, w));
+        unclaim(listener);
         uroce::ack_event(u);
         errno = ENOMEM;
         return -1;
     }
     std::memset(&ev->ev, 0, sizeof(ev->ev));
     ev->uev = u;
-    guard g; /* ids and routes are the CM thread's */
-    id *listener = u->listen_id ? wrapper_of(u->listen_id) : nullptr;
-    id *w = wrapper_of(u->id);
-    if (!w && u->id) /* a CONNECT_REQUEST's new id: the listener's channel and context */
-        w = new_wrapper(u->id, listener ? listener->chan : ch,
-                        listener ? listener->id.context : nullptr,
-                        listener ? listener->id.ps : RDMA_PS_TCP);
-    if (w) copy_route(w);
+    ev->named = counted_id(u, w);
+    ev->listener = listener;
+    guard g; /* the event's data is the CM thread's */
     ev->ev.id = w ? &w->id : nullptr;
     ev->ev.listen_id = listener ? &listener->id : nullptr;
     ev->ev.event = rdma_cm_event_type(u->event);
@@ -584,6 +647,11 @@ int rdma_get_cm_event(rdma_event_channel *channel_, rdma_cm_event **out) {
 int rdma_ack_cm_event(rdma_cm_event *e) {
     auto *ev = reinterpret_cast<event *>(e);
     const verbs_error r = uroce::ack_event(ev->uev);
+    {
+        std::lock_guard<std::mutex> lock(ids_mu);
+        unclaim(ev->named);
+        unclaim(ev->listener);
+    }
     delete ev;
     return fail(r);
 }

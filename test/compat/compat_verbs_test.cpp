@@ -15,16 +15,19 @@
  */
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
+#include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <arpa/inet.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "compat_two_process.h"
 
@@ -229,6 +232,75 @@ int stale_handles() {
     return failures ? 1 : 0;
 }
 
+void no_op(int) {}
+
+/* librdmacm: a thread waits in rdma_get_cm_event on a channel that another
+ * thread destroys, as rping's CM thread does at exit. The waiter stays
+ * blocked (librdmacm's read(2) of a closed fd), but it must not hold the
+ * library's id table: the next call that takes it (rdma_create_id here;
+ * at exit, the hook that destroys the process's ids) would hang, and
+ * alarm() fails the test. A signal wakes the waiter's poll(2) after the
+ * destroy, deterministically; in rping an event did, one run in twenty. */
+int channel_destroyed_under_a_waiter() {
+    struct sigaction sa {};
+    sa.sa_handler = no_op; /* no SA_RESTART: poll(2) returns EINTR */
+    sigaction(SIGUSR1, &sa, nullptr);
+    rdma_event_channel *ch = rdma_create_event_channel();
+    CHECK(ch != nullptr);
+    if (!ch) return 1;
+    std::thread waiter([ch] {
+        rdma_cm_event *ev = nullptr;
+        if (rdma_get_cm_event(ch, &ev) == 0) rdma_ack_cm_event(ev);
+    });
+    const pthread_t waiter_thread = waiter.native_handle();
+    waiter.detach();
+    usleep(20 * 1000); /* the waiter in poll(2) */
+    rdma_destroy_event_channel(ch);
+    pthread_kill(waiter_thread, SIGUSR1);
+    usleep(20 * 1000); /* the waiter back at the channel, finding it gone */
+    rdma_event_channel *after = rdma_create_event_channel();
+    rdma_cm_id *id = nullptr;
+    CHECK(after && rdma_create_id(after, &id, nullptr, RDMA_PS_TCP) == 0);
+    CHECK(rdma_destroy_id(id) == 0);
+    rdma_destroy_event_channel(after);
+    return failures ? 1 : 0;
+}
+
+/* librdmacm: an event is taken off a channel by one thread while another
+ * destroys the id it names. Either the destroy comes first and the event
+ * is dropped, or the event is handed over and rdma_destroy_id waits for
+ * its acknowledgement (librdmacm's events_completed). Before, the event
+ * made a new handle for the destroyed id, freed once the event was
+ * acknowledged: the exit hook that destroys the process's ids then read
+ * freed memory (a crash with MALLOC_PERTURB_). */
+int id_destroyed_under_its_event(const char *self_ip) {
+    sockaddr_in self{};
+    self.sin_family = AF_INET;
+    inet_pton(AF_INET, self_ip, &self.sin_addr);
+    constexpr int rounds = 40;
+    for (int round = 0; round < rounds; round++) {
+        rdma_event_channel *ch = rdma_create_event_channel();
+        CHECK(ch != nullptr);
+        if (!ch) return 1;
+        rdma_cm_id *id = nullptr;
+        CHECK(rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP) == 0);
+        std::thread waiter([ch] {
+            rdma_cm_event *ev = nullptr;
+            if (rdma_get_cm_event(ch, &ev) == 0) rdma_ack_cm_event(ev);
+        });
+        /* ADDR_RESOLVED for the local address, pushed at once: the waiter
+         * and the destroy race for it, at a different offset each round. */
+        CHECK(rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr *>(&self), 100) == 0);
+        usleep(round * 25);
+        CHECK(rdma_destroy_id(id) == 0);
+        /* A waiter whose event was dropped stays blocked on the destroyed
+         * channel, as in channel_destroyed_under_a_waiter. */
+        rdma_destroy_event_channel(ch);
+        waiter.detach();
+    }
+    return failures ? 1 : 0;
+}
+
 } // namespace
 
 int main() {
@@ -251,6 +323,8 @@ int main() {
     /* librdmacm's context (kept to exit) starts the stack: one EAL per
      * process, so this goes first, and run_side's context shares it. */
     int rc = stale_handles();
+    if (channel_destroyed_under_a_waiter()) rc = 1;
+    if (id_destroyed_under_its_event("10.79.0.1")) rc = 1;
     if (run_side(true, s2c[1], c2s[0])) rc = 1;
     int status = 0;
     waitpid(child, &status, 0);
