@@ -17,12 +17,12 @@ sock=$dir/memif.sock
 stock() { # MEMIF_ROLE LCORE IP
     # shellcheck disable=SC2086 # the tool's arguments, split
     LD_LIBRARY_PATH=$libdir UROCE_PROGRESS=thread \
-        UROCE_EAL="$eal -l $2 --vdev net_memif0,role=$1,socket=$sock" UROCE_IP=$3 \
+        UROCE_EAL="$eal -l $2 --vdev net_memif0,role=$1,socket=$sock,socket-abstract=no" UROCE_IP=$3 \
         timeout 60 "$tool" $stock_args >"$dir/$1.log" 2>&1
 }
 ours() { # MEMIF_ROLE LCORE IP
     # shellcheck disable=SC2086 # the app's arguments, split
-    timeout 60 "$uroce" $eal -l "$2" -- --vdev "net_memif0,role=$1,socket=$sock" --ip "$3" \
+    timeout 60 "$uroce" $eal -l "$2" -- --vdev "net_memif0,role=$1,socket=$sock,socket-abstract=no" --ip "$3" \
         --timeout 30 $uroce_args >"$dir/$1.log" 2>&1
 }
 if [ "$role" = server ]; then

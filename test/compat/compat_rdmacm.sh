@@ -18,7 +18,7 @@ run() {
     local role=$1 lcore=$2 ip=$3 args=$4
     # shellcheck disable=SC2086 # the tool's arguments, split
     LD_LIBRARY_PATH=$libdir UROCE_PROGRESS=$progress \
-        UROCE_EAL="$eal -l $lcore --vdev net_memif0,role=$role,socket=$sock" UROCE_IP=$ip \
+        UROCE_EAL="$eal -l $lcore --vdev net_memif0,role=$role,socket=$sock,socket-abstract=no" UROCE_IP=$ip \
         timeout 60 "$tool" $args >"$dir/$role.log" 2>&1
 }
 run server 0 10.76.0.1/24 "$server_args" &
