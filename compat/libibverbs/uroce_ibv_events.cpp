@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstring>
 #include <new>
+#include <fcntl.h>
+#include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -134,13 +136,26 @@ static bool counts_of(const ibv_async_event &e, event_counts &c) {
 
 int ibv_get_async_event(ibv_context *context, ibv_async_event *event) {
     compat_context *c = to_ctx(context);
-    uint64_t one;
-    if (read(c->async_fd, &one, sizeof(one)) != sizeof(one)) return -1;
-    std::lock_guard<std::mutex> lock(c->async_mu);
-    if (c->async_events.empty()) {
-        errno = EAGAIN;
-        return -1;
+    /* The count is taken with the event, under async_mu (queue_async): an
+     * event dropped with its object (forget_event_obj_locked) takes its
+     * count along, so a blocked caller keeps waiting for a real one. */
+    std::unique_lock<std::mutex> lock(c->async_mu);
+    while (c->async_events.empty()) {
+        lock.unlock();
+        const int fl = fcntl(c->async_fd, F_GETFL);
+        if (fl >= 0 && (fl & O_NONBLOCK)) {
+            errno = EAGAIN;
+            return -1;
+        }
+        /* blocks as libibverbs' read(2) of the kernel's fd; a signal ends
+         * the wait with EINTR as it would end that read */
+        pollfd p{c->async_fd, POLLIN, 0};
+        if (poll(&p, 1, -1) < 0) return -1;
+        lock.lock();
     }
+    uint64_t one;
+    [[maybe_unused]] const ssize_t r =
+        read(c->async_fd, &one, sizeof(one)); /* >= 1: never blocks */
     *event = c->async_events.front();
     c->async_events.pop_front();
     /* counted before async_mu goes: a destroy drops the object's queued

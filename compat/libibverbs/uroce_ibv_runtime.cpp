@@ -306,11 +306,12 @@ void runtime::check_events_locked() {
     }
 }
 
+/* The async fd's count is the queue's length whenever async_mu is free:
+ * every push, pop and drop moves both under it, so poll(2) on the fd says
+ * readable exactly when an event is there, as the kernel's queue does. */
 static void queue_async(compat_context *c, const ibv_async_event &ev) {
-    {
-        std::lock_guard<std::mutex> lock(c->async_mu);
-        c->async_events.push_back(ev);
-    }
+    std::lock_guard<std::mutex> lock(c->async_mu);
+    c->async_events.push_back(ev);
     const uint64_t one = 1;
     if (write(c->async_fd, &one, sizeof(one)) != sizeof(one))
         std::fprintf(stderr, "uroce: async event write: %s\n", std::strerror(errno));
@@ -347,7 +348,7 @@ void runtime::forget_event_obj_locked(const void *uobj, const void *ibv_obj) {
     event_objs_.erase(uobj);
     for (compat_context *c : contexts_) {
         std::lock_guard<std::mutex> lock(c->async_mu);
-        std::erase_if(c->async_events, [ibv_obj](const ibv_async_event &e) {
+        const size_t dropped = std::erase_if(c->async_events, [ibv_obj](const ibv_async_event &e) {
             switch (e.event_type) {
             case IBV_EVENT_PORT_ACTIVE:
             case IBV_EVENT_PORT_ERR:
@@ -363,6 +364,12 @@ void runtime::forget_event_obj_locked(const void *uobj, const void *ibv_obj) {
                 return static_cast<const void *>(e.element.qp) == ibv_obj;
             }
         });
+        /* Their counts go too (semaphore eventfd: one per read; the count
+         * is the queue's length, so these reads never block). */
+        for (size_t i = 0; i < dropped; i++) {
+            uint64_t one;
+            [[maybe_unused]] const ssize_t r = read(c->async_fd, &one, sizeof(one));
+        }
     }
 }
 

@@ -20,6 +20,7 @@
  * ack after the free would write freed memory).
  */
 #include <infiniband/verbs.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -274,6 +275,42 @@ int run_side(bool server, int to_peer, int from_peer, int gid_index) {
         acker.join();
     }
     if (srq) {
+        /* An event nobody read goes with its object (rdma-core: the kernel
+         * drops it from the async queue), and so does its readiness: after
+         * the destroy the fd polls readable only for a real event, and a
+         * blocking ibv_get_async_event would wait for one. Before
+         * 2026-12-04 the fd kept the dropped event's count (one spurious
+         * wake-up, and -1/EAGAIN from a blocking ibv_get_async_event). */
+        step(server, "an unread Last WQE Reached dropped with its QP");
+        ibv_qp *gone = ibv_create_qp(pd, &qa);
+        CHECK(gone != nullptr);
+        if (gone) {
+            ibv_qp_attr a{};
+            a.qp_state = IBV_QPS_ERR;
+            CHECK(qp_to_init(gone, 0) && ibv_modify_qp(gone, &a, IBV_QP_STATE) == 0);
+            pollfd p{ctx->async_fd, POLLIN, 0};
+            const bool queued = poll(&p, 1, 2000) == 1;
+            CHECK(ibv_destroy_qp(gone) == 0);
+            if (queued) {
+                /* Whatever the fd still says is readable is a real event
+                 * (the peer's exit may bring PORT_ERR), none about the
+                 * destroyed QP; non-blocking, so a stale count shows as
+                 * -1/EAGAIN instead of a wait. */
+                const int fl = fcntl(ctx->async_fd, F_GETFL);
+                fcntl(ctx->async_fd, F_SETFL, fl | O_NONBLOCK);
+                for (p.revents = 0; poll(&p, 1, 300) == 1; p.revents = 0) {
+                    ibv_async_event left{};
+                    CHECK(ibv_get_async_event(ctx, &left) == 0);
+                    if (failures) break;
+                    CHECK(left.event_type == IBV_EVENT_PORT_ERR ||
+                          left.event_type == IBV_EVENT_PORT_ACTIVE);
+                    ibv_ack_async_event(&left);
+                }
+                fcntl(ctx->async_fd, F_SETFL, fl);
+            } else {
+                std::fprintf(stderr, "no event for a QP moved from INIT to ERR: not checked\n");
+            }
+        }
         step(server, "destroying the SRQ");
         watch_start();
         CHECK(ibv_destroy_srq(srq) == 0);
