@@ -28,6 +28,8 @@ namespace uroce {
     X(retry_exceeded, "retry counter exhausted")                                                   \
     X(retry_unsent_waits, "ACK timeouts not counted as retries: the retry under way had sent "     \
                           "nothing yet (no TX mbuf)")                                              \
+    X(retry_pokes, "ACK timeouts answered by asking again for the oldest request alone, not "      \
+                   "counted as a retry: responses came since the last one")                        \
     X(rnr_naks_sent, "RNR NAKs sent")                                                              \
     X(rnr_naks_rcvd, "RNR NAKs received")                                                          \
     X(rnr_exceeded, "RNR retry counter exhausted")                                                 \

@@ -128,6 +128,7 @@ static void record_forward_progress(qp *q) {
     q->comp.retry_left = q->attr.retry_cnt;
     q->comp.rnr_left = q->attr.rnr_retry;
     q->comp.retry_guard = false;
+    q->comp.pokes = 0;
     if (q->comp.rerequest_pending && psn_diff(q->comp.psn, q->comp.rerequest_end) >= 0)
         q->comp.rerequest_pending = false;
     if (comp_outstanding(q))
@@ -209,10 +210,10 @@ static void retry(qp *q, retry_cause why, uint32_t gap_psn = 0) {
     comp_arm_retrans(q);
 }
 
-/* Timeouts waited out after the last response while a retry is under way:
- * 3 x 67 ms at timeout 14 covers most of the pauses of rxe under TCG
- * (measured 70-230 ms, a few up to 700 ms). */
-static constexpr uint8_t max_pause_waits = 3;
+/* Re-requests sent on a timeout without spending retry_cnt, between two
+ * forward progresses: each needs responses since the one before, so only a
+ * responder that keeps answering without ever filling the gap reaches it. */
+static constexpr uint8_t max_pokes = 32;
 /* Timeouts waited out while the retry under way has sent nothing: 255 x 67
  * ms at timeout 14 is 17 s, longer than any round of turns seen (4096 QPs
  * on one core: over a second). */
@@ -239,20 +240,30 @@ void comp_retrans_timeout(void *arg) {
         return;
     }
     /* A retry is under way without forward progress, and since it started
-     * the responder has sent responses: it is alive and working through its
-     * queue, where that retry's re-request waits behind what it is still
-     * sending (the rest of a long READ's stream, behind the gap), and it
-     * only paused for longer than the timeout (rxe's under TCG stalls for
-     * 70-700 ms when it runs out of buffers). Asking again would queue one
-     * more copy of the answer, and counting it would end the QP while the
-     * data is on its way: wait instead, up to max_pause_waits timeouts
-     * after the last response. So a silent peer still ends the QP, after
-     * retry_cnt + 1 timeouts (+ max_pause_waits if a retry was under way
-     * and responses came), and a re-request that was lost is asked again
-     * once the responder has nothing more to send. */
-    if (q->comp.retry_guard && q->comp.resp_since_retry && q->comp.pause_waits < max_pause_waits) {
-        /* counted in timeouts, not in retransmits */
-        ++q->comp.pause_waits;
+     * the responder has sent responses: it is alive, and it has fallen
+     * silent in the middle of what it was sending. rxe does that whenever a
+     * response cannot be sent: its responder continues a half-sent READ
+     * only while a request packet is queued, drops the one it was working
+     * from on the failed send, and then waits for the next one to arrive
+     * (rxe_resp.c get_req; doc/interop.md, "Long READs under loss"). Under
+     * TCG at 1% loss that happened hundreds of times per 8 MiB READ. Ask
+     * again at once, without spending a retry: the re-request wakes such a
+     * responder, and one that was only slow answers it as the duplicate it
+     * is. Only the oldest request is asked again (one packet at comp.psn:
+     * for a READ, the rest of it): a go-back-N resend of every outstanding
+     * READ queued whole READs of duplicates at rxe per stop, ahead of the
+     * answer to the gap (8 MiB READs: 554,125 responses past the gap, and
+     * RETRY_EXC_ERR after 46 s). Waiting instead (three timeouts, until
+     * 2026-12-04) cost four timeouts per stop and ran out of retries when
+     * eight stops came between a loss and its repair. A silent peer still
+     * ends the QP: without responses since the last re-request the next
+     * timeout is a counted retry, so retry_cnt + 1 timeouts after the last
+     * response, and at most max_pokes uncounted re-requests come between
+     * two forward progresses. */
+    if (q->comp.retry_guard && q->comp.resp_since_retry && q->comp.pokes < max_pokes) {
+        ++q->comp.pokes;
+        q->comp.resp_since_retry = false;
+        if (req_resend_psn(q, q->comp.psn)) ++q->cnt.retry_pokes;
         comp_arm_retrans(q);
         return;
     }
@@ -333,7 +344,6 @@ static inline bool check_psn(qp *q, uint32_t psn) {
         if (comp_outstanding(q) && !q->dev->rx_icrc().pending) {
             comp_arm_retrans(q);
             q->comp.resp_since_retry = true;
-            q->comp.pause_waits = 0;
         }
         return false;
     }
@@ -576,7 +586,6 @@ void comp_rcv_response(qp *q, const roce_packet &p, rte_mbuf *m) {
         comp_arm_retrans(q);
         loss_on_response(q);
         q->comp.resp_since_retry = true;
-        q->comp.pause_waits = 0;
     }
     const uint8_t syndrome = p.aeth() ? p.aeth()->syndrome : 0;
     const bool is_ack = p.info->has(op_flag::ack); /* ACKNOWLEDGE, or a SACK's ACK part */

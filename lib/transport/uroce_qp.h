@@ -178,12 +178,12 @@ struct qp {
          * gap up to rerequest_seen is repaired by its answer
          * (uroce_comp.cpp, rerequest_covers) */
         /* a response (in order, past a gap or a duplicate) has come since
-         * the last retry started, and how many timeouts have been waited out
-         * since the last response: a timeout then finds the responder still
-         * working through its queue toward that retry's re-request, only
-         * paused (uroce_comp.cpp, comp_retrans_timeout) */
+         * the last retry started: a timeout then finds the responder alive
+         * and stopped mid-stream (uroce_comp.cpp, comp_retrans_timeout) */
         bool resp_since_retry = false;
-        uint8_t pause_waits = 0;
+        /* re-requests sent on a timeout without spending retry_cnt since
+         * the last forward progress (uroce_comp.cpp, comp_retrans_timeout) */
+        uint8_t pokes = 0;
         /* tx_pkts when the last retry started, and the timeouts waited out
          * since with nothing sent (uroce_comp.cpp, comp_retrans_timeout) */
         uint64_t tx_pkts_at_retry = 0;
