@@ -10,11 +10,10 @@
 #include <cerrno>
 #include <cstring>
 #include <new>
-#include <fcntl.h>
-#include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "uroce_compat_wait.h"
 #include "uroce_ibv_ops.h"
 #include "uroce_ibv_runtime.h"
 
@@ -142,15 +141,9 @@ int ibv_get_async_event(ibv_context *context, ibv_async_event *event) {
     std::unique_lock<std::mutex> lock(c->async_mu);
     while (c->async_events.empty()) {
         lock.unlock();
-        const int fl = fcntl(c->async_fd, F_GETFL);
-        if (fl >= 0 && (fl & O_NONBLOCK)) {
-            errno = EAGAIN;
-            return -1;
-        }
-        /* blocks as libibverbs' read(2) of the kernel's fd; a signal ends
-         * the wait with EINTR as it would end that read */
-        pollfd p{c->async_fd, POLLIN, 0};
-        if (poll(&p, 1, -1) < 0) return -1;
+        /* a signal ends the wait with EINTR, as it would end libibverbs'
+         * read(2) of the kernel's fd */
+        if (wait_readable(c->async_fd) < 0) return -1;
         lock.lock();
     }
     uint64_t one;

@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "../libibverbs/uroce_compat_wait.h"
 #include "../libibverbs/uroce_ibv_rdmacm.h"
 #include "uroce_rdmacm.h"
 
@@ -105,12 +106,11 @@ id *new_wrapper(uroce::cm_id *u, channel *ch, void *context, rdma_port_space ps)
     return new_wrapper_locked(u, ch, context, ps);
 }
 
-/* The id wrapper an event holds until it is acknowledged. librdmacm counts
- * a CONNECT_REQUEST against its listener only: the new id may be rejected
- * and destroyed before the event is acked. */
-id *counted_id(const uroce::cm_event *u, id *w) {
-    return u->event == uroce::cm_event_type::connect_request ? nullptr : w;
-}
+struct event_wrappers {
+    id *named = nullptr;    /* the event's id */
+    id *counted = nullptr;  /* the id it holds until acknowledged (or none) */
+    id *listener = nullptr; /* its listen_id, also held */
+};
 
 /* The wrappers an event names, found (a CONNECT_REQUEST's new id: made)
  * and counted as holding an event until rdma_ack_cm_event, in one step
@@ -120,7 +120,7 @@ id *counted_id(const uroce::cm_event *u, id *w) {
  * false: the event names an id the application has destroyed. lib/cm's
  * destroy_id takes such events off the queue; this one was taken by a
  * waiting thread just before. */
-bool claim_wrappers(const uroce::cm_event *u, channel *ch, id **named, id **listener) {
+bool claim_wrappers(const uroce::cm_event *u, channel *ch, event_wrappers *out) {
     std::lock_guard<std::mutex> lock(ids_mu);
     id *l = u->listen_id ? wrapper_of_locked(u->listen_id) : nullptr;
     id *w = u->id ? wrapper_of_locked(u->id) : nullptr;
@@ -133,10 +133,12 @@ bool claim_wrappers(const uroce::cm_event *u, channel *ch, id **named, id **list
         if (!w) return false;
     }
     if (w) copy_route(w);
-    if (id *c = counted_id(u, w)) c->events_out++;
+    /* librdmacm counts a CONNECT_REQUEST against its listener only: the
+     * new id may be rejected and destroyed before the event is acked. */
+    id *c = u->event == uroce::cm_event_type::connect_request ? nullptr : w;
+    if (c) c->events_out++;
     if (l) l->events_out++;
-    *named = w;
-    *listener = l;
+    *out = {w, c, l};
     return true;
 }
 
@@ -546,13 +548,13 @@ int rdma_get_cm_event(rdma_event_channel *channel_, rdma_cm_event **out) {
     channel *ch = live_channel(channel_, __func__);
     if (!ch) return -1;
     uroce::cm_event *u = nullptr;
-    id *w = nullptr, *listener = nullptr;
+    event_wrappers held;
     for (;;) {
         if (u) {
             bool claimed;
             {
                 guard g;
-                claimed = claim_wrappers(u, ch, &w, &listener);
+                claimed = claim_wrappers(u, ch, &held);
                 if (!claimed) drop_event(u);
             }
             if (claimed) break;
@@ -581,29 +583,24 @@ int rdma_get_cm_event(rdma_event_channel *channel_, rdma_cm_event **out) {
         if (!live) return block_forever();
         if (e == verbs_error::ok) continue; /* checked at the top */
         if (e != verbs_error::again) return fail(e);
-        /* Blocks, as librdmacm's read(2) of its fd, unless the
-         * application made the fd non-blocking. */
-        const int fl = fcntl(fd, F_GETFL);
-        if (fl >= 0 && (fl & O_NONBLOCK)) {
-            errno = EAGAIN;
-            return -1;
-        }
-        pollfd pfd{fd, POLLIN, 0};
-        if (poll(&pfd, 1, -1) < 0 && errno != EINTR) return -1;
+        /* a signal only sends this thread round again (to the channel's
+         * liveness check first) */
+        if (uroce::compat::wait_readable(fd) < 0 && errno != EINTR) return -1;
     }
     auto *ev = new (std::nothrow) event();
     if (!ev) {
         std::lock_guard<std::mutex> lock(ids_mu);
-        unclaim(counted_id(u, w));
-        unclaim(listener);
+        unclaim(held.counted);
+        unclaim(held.listener);
         uroce::ack_event(u);
         errno = ENOMEM;
         return -1;
     }
     std::memset(&ev->ev, 0, sizeof(ev->ev));
     ev->uev = u;
-    ev->named = counted_id(u, w);
-    ev->listener = listener;
+    ev->named = held.counted;
+    ev->listener = held.listener;
+    id *w = held.named, *listener = held.listener;
     guard g; /* the event's data is the CM thread's */
     ev->ev.id = w ? &w->id : nullptr;
     ev->ev.listen_id = listener ? &listener->id : nullptr;
