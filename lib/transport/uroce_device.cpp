@@ -36,7 +36,8 @@ static uint64_t first_qpn_draw(uint64_t seed) {
     return x ^ (x >> 31);
 }
 
-device::device(const device_config &cfg) : cfg_(cfg), qpn_base_(cfg.first_qpn) {
+device::device(const device_config &cfg)
+    : cfg_(cfg), qpn_base_(cfg.first_qpn), tx_stash_(cfg.pool) {
     clock_ = cfg.clock ? cfg.clock : default_clock();
     timers_.start(clock_->now_ns());
     mrs_.init(cfg.max_mr, cfg.seed); /* seed 0: a random secret */

@@ -98,7 +98,7 @@ class device {
      * the frame's own CRC is not fused into the payload copy. */
     rte_mbuf *build(const hdr_template &t, const bth_fields &b, const ext_fields &x,
                     const payload_src *src, uint32_t payload_len, bool *icrc_due) {
-        return pkt_build(cfg_.pool, t, b, x, src, payload_len, ip_id_++, icrc_due);
+        return pkt_build(tx_stash_, t, b, x, src, payload_len, ip_id_++, icrc_due);
     }
     /* Hand the queue to the driver; what it refuses stays queued, in order.
      * Returns how many frames it took. The ICRCs left to it (tx(m, true))
@@ -213,6 +213,7 @@ class device {
     std::vector<qp *> round_;
     size_t round_left_ = 0;
     void tx_drop(rte_mbuf *m);
+    tx_mbuf_stash tx_stash_; /* the mbufs build() fills */
     rte_mbuf *tx_q_[tx_queue_cap];
     unsigned tx_n_ = 0;
     /* tx_q_[i] still needs its ICRC (pkt_icrc_fill), for i in

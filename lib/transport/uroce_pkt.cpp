@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "uroce_pkt.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include <rte_mbuf.h>
@@ -134,8 +135,9 @@ static inline void gather_payload(uint8_t *dst, const payload_src *src, uint32_t
  * contract in rte_mbuf.h), and for a pool without pinned external buffers
  * the buffer follows the mbuf and its private area (rte_mbuf_buf_addr), all
  * of it known from the pool's header, which is hot. */
+template <class TakeRaw>
 static inline rte_mbuf *tx_mbuf_alloc(rte_mempool *pool, uint32_t frame_len, uint64_t tx_offload,
-                                      uint8_t **data) {
+                                      uint8_t **data, TakeRaw &&take_raw) {
     if (rte_pktmbuf_priv_flags(pool) & RTE_PKTMBUF_POOL_F_PINNED_EXT_BUF) [[unlikely]] {
         rte_mbuf *m = rte_pktmbuf_alloc(pool);
         if (!m) return nullptr;
@@ -151,7 +153,7 @@ static inline rte_mbuf *tx_mbuf_alloc(rte_mempool *pool, uint32_t frame_len, uin
     }
     if (uint32_t(RTE_PKTMBUF_HEADROOM) + frame_len > rte_pktmbuf_data_room_size(pool))
         return nullptr;
-    rte_mbuf *m = rte_mbuf_raw_alloc(pool);
+    rte_mbuf *m = take_raw();
     if (!m) return nullptr;
     m->data_off = RTE_PKTMBUF_HEADROOM;
     m->port = RTE_MBUF_PORT_INVALID;
@@ -166,16 +168,61 @@ static inline rte_mbuf *tx_mbuf_alloc(rte_mempool *pool, uint32_t frame_len, uin
     return m;
 }
 
-rte_mbuf *pkt_build(rte_mempool *pool, const hdr_template &t, const bth_fields &b,
-                    const ext_fields &x, const payload_src *src, uint32_t payload_len,
-                    uint16_t ip_id, bool *icrc_due) {
+tx_mbuf_stash::tx_mbuf_stash(rte_mempool *pool)
+    : pool_(pool),
+      enabled_(pool && !(rte_pktmbuf_priv_flags(pool) & RTE_PKTMBUF_POOL_F_PINNED_EXT_BUF)),
+      batch_(uint16_t(pool ? std::clamp(pool->size / 256u, 1u, unsigned(size)) : 1)) {}
+
+tx_mbuf_stash::~tx_mbuf_stash() {
+    if (end_ > next_)
+        rte_mempool_put_bulk(pool_, reinterpret_cast<void **>(m_ + next_), end_ - next_);
+}
+
+/* The lines pkt_build stores to first: the mbuf's header and the start of
+ * its data room (the headers, and a small frame's payload). */
+static inline void prefetch_for_build(rte_mbuf *m, rte_mempool *pool) {
+    const char *data = rte_mbuf_buf_addr(m, pool) + RTE_PKTMBUF_HEADROOM;
+    __builtin_prefetch(m, 1, 3);
+    __builtin_prefetch(data, 1, 3);
+    __builtin_prefetch(data + RTE_CACHE_LINE_SIZE, 1, 3);
+}
+
+bool tx_mbuf_stash::refill() {
+    /* all or nothing: with the pool nearly empty, one at a time */
+    if (rte_mempool_get_bulk(pool_, reinterpret_cast<void **>(m_), batch_) == 0) {
+        end_ = batch_;
+    } else if (rte_mempool_get(pool_, reinterpret_cast<void **>(m_)) == 0) {
+        end_ = 1;
+    } else {
+        return false;
+    }
+    next_ = 0;
+    prefetch_for_build(m_[0], pool_);
+    return true;
+}
+
+inline rte_mbuf *tx_mbuf_stash::take() {
+    if (!enabled_) [[unlikely]]
+        return rte_mbuf_raw_alloc(pool_);
+    if (next_ == end_ && !refill()) return nullptr;
+    rte_mbuf *m = m_[next_++];
+    if (next_ < end_) prefetch_for_build(m_[next_], pool_);
+    return m;
+}
+
+template <class TakeRaw>
+static inline rte_mbuf *build_frame(rte_mempool *pool, TakeRaw &&take_raw, const hdr_template &t,
+                                    const bth_fields &b, const ext_fields &x,
+                                    const payload_src *src, uint32_t payload_len, uint16_t ip_id,
+                                    bool *icrc_due) {
     const opcode_info &info = opcode_lookup(b.opcode);
     uint32_t hdr_len = t.len + uint32_t(sizeof(bth)) + info.ext_len;
     uint8_t pad = pad_for(payload_len);
     uint32_t frame_len = hdr_len + payload_len + pad + uint32_t(icrc_len);
     uint8_t *f;
     rte_mbuf *m = tx_mbuf_alloc(
-        pool, frame_len, rte_mbuf_tx_offload(t.l2_len, t.l3_len, sizeof(udp_hdr), 0, 0, 0, 0), &f);
+        pool, frame_len, rte_mbuf_tx_offload(t.l2_len, t.l3_len, sizeof(udp_hdr), 0, 0, 0, 0), &f,
+        take_raw);
     if (!m) return nullptr;
     if (icrc_due) *icrc_due = false;
     copy_template(f, t);
@@ -278,6 +325,22 @@ rte_mbuf *pkt_build(rte_mempool *pool, const hdr_template &t, const bth_fields &
     icrc_write_wire(f + hdr_len + payload_len + pad,
                     icrc_compute(l3, frame_len - icrc_len - t.l2_len));
     return m;
+}
+
+rte_mbuf *pkt_build(rte_mempool *pool, const hdr_template &t, const bth_fields &b,
+                    const ext_fields &x, const payload_src *src, uint32_t payload_len,
+                    uint16_t ip_id, bool *icrc_due) {
+    return build_frame(
+        pool, [pool] { return rte_mbuf_raw_alloc(pool); }, t, b, x, src, payload_len, ip_id,
+        icrc_due);
+}
+
+rte_mbuf *pkt_build(tx_mbuf_stash &stash, const hdr_template &t, const bth_fields &b,
+                    const ext_fields &x, const payload_src *src, uint32_t payload_len,
+                    uint16_t ip_id, bool *icrc_due) {
+    return build_frame(
+        stash.pool(), [&stash] { return stash.take(); }, t, b, x, src, payload_len, ip_id,
+        icrc_due);
 }
 
 void pkt_icrc_fill(rte_mbuf *m) {

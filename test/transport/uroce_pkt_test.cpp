@@ -429,63 +429,145 @@ TEST(pkt_test, built_mbufs_are_reset_whatever_the_pool_held) {
     static rte_mempool *plain = rte_pktmbuf_pool_create("uroce_tp_small", 63, 0, 8,
                                                         RTE_PKTMBUF_HEADROOM + 2048, SOCKET_ID_ANY);
     ASSERT_NE(plain, nullptr) << rte_strerror(rte_errno);
-    for (rte_mempool *pool : {plain, pinned}) {
-        /* dirty every mbuf of the pool, as a receive path or a user would */
-        std::vector<rte_mbuf *> all(63);
-        ASSERT_EQ(rte_pktmbuf_alloc_bulk(pool, all.data(), unsigned(all.size())), 0);
-        for (rte_mbuf *m : all) {
-            m->ol_flags |= RTE_MBUF_F_RX_VLAN | RTE_MBUF_F_TX_TCP_CKSUM;
-            m->packet_type = 0x1234;
-            m->vlan_tci = 0x77;
-            m->vlan_tci_outer = 0x88;
-            m->port = 3;
-            m->tx_offload = ~0ull;
-            m->data_off = 7;
-        }
-        rte_pktmbuf_free_bulk(all.data(), unsigned(all.size()));
+    for (rte_mempool *pool : {plain, pinned})
+        for (bool via_stash : {false, true}) {
+            SCOPED_TRACE(via_stash ? "through a tx_mbuf_stash" : "from the pool");
+            /* one at a time from a pool this small: the stash keeps none back */
+            tx_mbuf_stash stash(pool);
+            auto build = [&](const hdr_template &t, const bth_fields &b, const payload_src &src,
+                             uint32_t len) {
+                return via_stash ? pkt_build(stash, t, b, ext_fields{}, &src, len, 1)
+                                 : pkt_build(pool, t, b, ext_fields{}, &src, len, 1);
+            };
+            /* dirty every mbuf of the pool, as a receive path or a user would */
+            std::vector<rte_mbuf *> all(63);
+            ASSERT_EQ(rte_pktmbuf_alloc_bulk(pool, all.data(), unsigned(all.size())), 0);
+            for (rte_mbuf *m : all) {
+                m->ol_flags |= RTE_MBUF_F_RX_VLAN | RTE_MBUF_F_TX_TCP_CKSUM;
+                m->packet_type = 0x1234;
+                m->vlan_tci = 0x77;
+                m->vlan_tci_outer = 0x88;
+                m->port = 3;
+                m->tx_offload = ~0ull;
+                m->data_off = 7;
+            }
+            rte_pktmbuf_free_bulk(all.data(), unsigned(all.size()));
 
-        hdr_template t;
-        make_hdr_template(t, make_path(false, true), false);
-        bth_fields b;
-        b.opcode = to_u8(ib_opcode::rc_send_only);
-        std::vector<uint8_t> payload(64, 0x5a);
-        payload_src src;
-        src.flat = payload.data();
-        for (int i = 0; i < 63; ++i) {
-            rte_mbuf *m = pkt_build(pool, t, b, ext_fields{}, &src, 64, 1);
-            ASSERT_NE(m, nullptr);
-            all[size_t(i)] = m;
-            EXPECT_EQ(m->data_off, RTE_PKTMBUF_HEADROOM);
-            EXPECT_EQ(rte_pktmbuf_mtod(m, uint8_t *),
-                      static_cast<uint8_t *>(m->buf_addr) + RTE_PKTMBUF_HEADROOM);
-            EXPECT_EQ(m->nb_segs, 1);
-            EXPECT_EQ(m->next, nullptr);
-            EXPECT_EQ(rte_mbuf_refcnt_read(m), 1);
-            EXPECT_EQ(m->port, RTE_MBUF_PORT_INVALID);
-            EXPECT_EQ(m->ol_flags & ~RTE_MBUF_F_EXTERNAL, 0u);
-            EXPECT_EQ(m->ol_flags & RTE_MBUF_F_EXTERNAL, pool == pinned ? RTE_MBUF_F_EXTERNAL : 0u);
-            EXPECT_EQ(m->packet_type, 0u);
-            EXPECT_EQ(m->vlan_tci, 0);
-            EXPECT_EQ(m->vlan_tci_outer, 0);
-            EXPECT_EQ(m->l2_len, t.l2_len);
-            EXPECT_EQ(m->l3_len, t.l3_len);
-            EXPECT_EQ(m->l4_len, sizeof(udp_hdr));
-            EXPECT_EQ(m->tso_segsz, 0);
-            EXPECT_EQ(m->pkt_len, m->data_len);
-            roce_packet p;
-            ASSERT_EQ(parse_frame_verified(rte_pktmbuf_mtod(m, const uint8_t *), m->pkt_len, p),
-                      parse_error::ok);
-            EXPECT_EQ(std::memcmp(p.payload(), payload.data(), payload.size()), 0);
+            hdr_template t;
+            make_hdr_template(t, make_path(false, true), false);
+            bth_fields b;
+            b.opcode = to_u8(ib_opcode::rc_send_only);
+            std::vector<uint8_t> payload(64, 0x5a);
+            payload_src src;
+            src.flat = payload.data();
+            for (int i = 0; i < 63; ++i) {
+                rte_mbuf *m = build(t, b, src, 64);
+                ASSERT_NE(m, nullptr);
+                all[size_t(i)] = m;
+                EXPECT_EQ(m->data_off, RTE_PKTMBUF_HEADROOM);
+                EXPECT_EQ(rte_pktmbuf_mtod(m, uint8_t *),
+                          static_cast<uint8_t *>(m->buf_addr) + RTE_PKTMBUF_HEADROOM);
+                EXPECT_EQ(m->nb_segs, 1);
+                EXPECT_EQ(m->next, nullptr);
+                EXPECT_EQ(rte_mbuf_refcnt_read(m), 1);
+                EXPECT_EQ(m->port, RTE_MBUF_PORT_INVALID);
+                EXPECT_EQ(m->ol_flags & ~RTE_MBUF_F_EXTERNAL, 0u);
+                EXPECT_EQ(m->ol_flags & RTE_MBUF_F_EXTERNAL,
+                          pool == pinned ? RTE_MBUF_F_EXTERNAL : 0u);
+                EXPECT_EQ(m->packet_type, 0u);
+                EXPECT_EQ(m->vlan_tci, 0);
+                EXPECT_EQ(m->vlan_tci_outer, 0);
+                EXPECT_EQ(m->l2_len, t.l2_len);
+                EXPECT_EQ(m->l3_len, t.l3_len);
+                EXPECT_EQ(m->l4_len, sizeof(udp_hdr));
+                EXPECT_EQ(m->tso_segsz, 0);
+                EXPECT_EQ(m->pkt_len, m->data_len);
+                roce_packet p;
+                ASSERT_EQ(parse_frame_verified(rte_pktmbuf_mtod(m, const uint8_t *), m->pkt_len, p),
+                          parse_error::ok);
+                EXPECT_EQ(std::memcmp(p.payload(), payload.data(), payload.size()), 0);
+            }
+            /* the pool is empty now: a build fails cleanly */
+            EXPECT_EQ(build(t, b, src, 64), nullptr);
+            /* a frame longer than the pool's data room is refused, not overrun */
+            rte_pktmbuf_free(all.back());
+            all.pop_back();
+            std::vector<uint8_t> big(4096, 1);
+            src.flat = big.data();
+            EXPECT_EQ(build(t, b, src, 4096), nullptr);
+            EXPECT_EQ(rte_mempool_avail_count(pool), 1u); /* and nothing leaked */
+            rte_pktmbuf_free_bulk(all.data(), unsigned(all.size()));
         }
-        /* the pool is empty now: a build fails cleanly */
-        EXPECT_EQ(pkt_build(pool, t, b, ext_fields{}, &src, 64, 1), nullptr);
-        /* a frame longer than the pool's data room is refused, not overrun */
-        rte_pktmbuf_free(all.back());
-        all.pop_back();
-        std::vector<uint8_t> big(4096, 1);
-        src.flat = big.data();
-        EXPECT_EQ(pkt_build(pool, t, b, ext_fields{}, &src, 4096, 1), nullptr);
-        EXPECT_EQ(rte_mempool_avail_count(pool), 1u); /* and nothing leaked */
-        rte_pktmbuf_free_bulk(all.data(), unsigned(all.size()));
+}
+
+/* A device's stash (tx_mbuf_stash): from a pool of 8191 it takes eight at
+ * a time; its frames are byte for byte the pool path's; it never holds more
+ * than one refill out of the pool, gives the rest back when destroyed, and
+ * near the pool's end takes what is left one at a time, then fails
+ * cleanly. */
+TEST(pkt_test, a_stash_builds_the_same_frames_and_gives_every_mbuf_back) {
+    constexpr unsigned pool_size = 8191;
+    rte_mempool *pool = rte_pktmbuf_pool_create("uroce_tp_stash", pool_size, 0, 0,
+                                                RTE_PKTMBUF_HEADROOM + 512, SOCKET_ID_ANY);
+    ASSERT_NE(pool, nullptr) << rte_strerror(rte_errno);
+    hdr_template t;
+    make_hdr_template(t, make_path(false, false), false);
+    std::vector<uint8_t> payload(300);
+    fill_pattern(payload.data(), payload.size(), 3);
+    payload_src src;
+    src.flat = payload.data();
+    bth_fields b;
+    b.opcode = to_u8(ib_opcode::rc_send_only);
+    b.dest_qp = 0x42;
+    std::vector<rte_mbuf *> built;
+    {
+        tx_mbuf_stash stash(pool);
+        for (uint32_t i = 0; i < 100; ++i) {
+            b.psn = i;
+            const uint32_t len = (i * 37) % 301;
+            rte_mbuf *s = pkt_build(stash, t, b, ext_fields{}, &src, len, uint16_t(i));
+            rte_mbuf *p = pkt_build(pool, t, b, ext_fields{}, &src, len, uint16_t(i));
+            ASSERT_NE(s, nullptr);
+            ASSERT_NE(p, nullptr);
+            ASSERT_EQ(s->pkt_len, p->pkt_len);
+            EXPECT_EQ(std::memcmp(rte_pktmbuf_mtod(s, uint8_t *), rte_pktmbuf_mtod(p, uint8_t *),
+                                  s->pkt_len),
+                      0)
+                << "frame " << i;
+            EXPECT_EQ(s->tx_offload, p->tx_offload);
+            built.push_back(s);
+            built.push_back(p);
+            /* out of the pool: what was built, and the rest of one refill */
+            const unsigned out = pool_size - rte_mempool_avail_count(pool);
+            EXPECT_GE(out, built.size());
+            EXPECT_LE(out, built.size() + tx_mbuf_stash::size - 1);
+        }
+        /* a frame too long for the data room takes no mbuf */
+        const unsigned before = rte_mempool_avail_count(pool);
+        std::vector<uint8_t> big(1024);
+        payload_src bsrc;
+        bsrc.flat = big.data();
+        EXPECT_EQ(pkt_build(stash, t, b, ext_fields{}, &bsrc, 1024, 1), nullptr);
+        EXPECT_EQ(rte_mempool_avail_count(pool), before);
     }
+    EXPECT_EQ(rte_mempool_avail_count(pool), pool_size - built.size()); /* the rest came back */
+    rte_pktmbuf_free_bulk(built.data(), unsigned(built.size()));
+    ASSERT_EQ(rte_mempool_avail_count(pool), pool_size);
+
+    /* three mbufs left in the pool: a stash gets each of them, then none */
+    std::vector<void *> held(pool_size - 3);
+    ASSERT_EQ(rte_mempool_get_bulk(pool, held.data(), unsigned(held.size())), 0);
+    {
+        tx_mbuf_stash stash(pool);
+        rte_mbuf *last[3];
+        for (rte_mbuf *&m : last) {
+            m = pkt_build(stash, t, b, ext_fields{}, &src, 64, 1);
+            ASSERT_NE(m, nullptr);
+        }
+        EXPECT_EQ(pkt_build(stash, t, b, ext_fields{}, &src, 64, 1), nullptr);
+        rte_pktmbuf_free_bulk(last, 3);
+    }
+    rte_mempool_put_bulk(pool, held.data(), unsigned(held.size()));
+    EXPECT_EQ(rte_mempool_avail_count(pool), pool_size);
+    rte_mempool_free(pool);
 }
