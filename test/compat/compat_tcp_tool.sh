@@ -71,7 +71,9 @@ pair 1
 if [ $client_rc -ne 0 ] && grep -q "RDMA_CM_EVENT_REJECTED; error: 8" "$dir/client.log"; then
     echo "--- perftest's own listen race lost (REJ reason 8 to the data connection); first client:"
     cat "$dir/client.log"
-    pkill -P $server # the server's timeout(1), which passes it on
+    # the server's timeout(1), a child of the background subshell, passes
+    # the signal on to the tool
+    kill $(cat /proc/$server/task/*/children 2>/dev/null) 2>/dev/null
     wait $server
     pair 2
 fi
