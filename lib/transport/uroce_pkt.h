@@ -85,7 +85,7 @@ struct payload_src {
  * time. One rte_mbuf_raw_alloc per frame paid for the lcore's cache lookup
  * (a thread-local read through __tls_get_addr from this shared library)
  * and then waited on the mbuf's cold lines at its first stores (perf
- * annotate: a fifth of pkt_build). From a stash the next mbuf's header line
+ * annotate: two fifths of pkt_build). From a stash the next mbuf's header line
  * and first data lines are prefetched for writing while the current frame
  * is built. Eight, not more: a stash of 32 delayed the reuse of the mbuf
  * just freed (the mempool cache is LIFO, so it is the warmest) by 32
