@@ -169,9 +169,7 @@ static inline rte_mbuf *tx_mbuf_alloc(rte_mempool *pool, uint32_t frame_len, uin
 }
 
 tx_mbuf_stash::tx_mbuf_stash(rte_mempool *pool)
-    : pool_(pool),
-      enabled_(pool && !(rte_pktmbuf_priv_flags(pool) & RTE_PKTMBUF_POOL_F_PINNED_EXT_BUF)),
-      batch_(uint16_t(pool ? std::clamp(pool->size / 256u, 1u, unsigned(size)) : 1)) {}
+    : pool_(pool), batch_(uint16_t(pool ? std::clamp(pool->size / 256u, 1u, unsigned(size)) : 1)) {}
 
 tx_mbuf_stash::~tx_mbuf_stash() {
     if (end_ > next_)
@@ -197,13 +195,10 @@ bool tx_mbuf_stash::refill() {
         return false;
     }
     next_ = 0;
-    prefetch_for_build(m_[0], pool_);
     return true;
 }
 
 inline rte_mbuf *tx_mbuf_stash::take() {
-    if (!enabled_) [[unlikely]]
-        return rte_mbuf_raw_alloc(pool_);
     if (next_ == end_ && !refill()) return nullptr;
     rte_mbuf *m = m_[next_++];
     if (next_ < end_) prefetch_for_build(m_[next_], pool_);

@@ -103,13 +103,13 @@ class tx_mbuf_stash {
     tx_mbuf_stash &operator=(const tx_mbuf_stash &) = delete;
     rte_mempool *pool() const { return pool_; }
     /* An mbuf as rte_mbuf_raw_alloc returns it, or nullptr when the pool is
-     * empty (uroce_pkt.cpp). */
+     * empty (uroce_pkt.cpp). Never asked of a pool of pinned external
+     * buffers: pkt_build takes those through rte_pktmbuf_alloc. */
     inline rte_mbuf *take();
 
   private:
     bool refill();
     rte_mempool *pool_;
-    bool enabled_;   /* not for pools of pinned external buffers */
     uint16_t batch_; /* mbufs per refill */
     uint16_t next_ = 0, end_ = 0;
     rte_mbuf *m_[size];
