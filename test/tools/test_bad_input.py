@@ -14,6 +14,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dumprun  # noqa: E402
 import pcaputil  # noqa: E402
 
 
@@ -36,7 +37,7 @@ def main():
         return path
 
     def run(args):
-        return subprocess.run([dump, *args], capture_output=True, text=True)
+        return dumprun.run(dump, args)
 
     def expect_bad(what, args, must_say=None):
         for extra in ([], ["--check"], ["--flows"], ["--fields"]):

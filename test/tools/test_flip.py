@@ -27,6 +27,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dumprun  # noqa: E402
 import pcaputil  # noqa: E402
 
 BTH_BYTE4 = 14 + 20 + 8 + 4  # untagged IPv4 in all golden captures
@@ -82,7 +83,7 @@ def main():
                 out = os.path.join(tmp, "flip.pcap")
                 with open(out, "wb") as f:
                     f.write(b)
-                p = subprocess.run([dump, "--check", out], capture_output=True, text=True)
+                p = dumprun.run(dump, ["--check", out])
                 runs += 1
                 if p.returncode < 0:
                     failures.append(f"{name} frame {fn} byte {i}: signal {-p.returncode}")
