@@ -326,6 +326,7 @@ std::optional<mac_addr> stack::resolve(const gid &peer, std::chrono::millisecond
     /* A port whose link comes up with its peer (memif) drops what we send before. */
     poll_until(*this, timeout,
                [&] { return port_->link_up() && (mac = nb_->resolve(peer)).has_value(); });
+    if (mac) link_ready();
     return mac;
 }
 

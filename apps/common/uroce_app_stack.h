@@ -129,6 +129,14 @@ class stack {
     bool gate_intr_ = false; /* the port's PMD needs eal_intr_gate (memif) */
     /* Park the interrupt thread for the rest of the stack's life and beyond. */
     void hold_intr_gate();
+    /* The link was seen up: fault in what the port shares with its peer
+     * (memif's rings and buffers) once, before the first frame needs it. */
+    void link_ready() {
+        if (prefaulted_) return;
+        prefaulted_ = true;
+        port_->prefault_shared_memory();
+    }
+    bool prefaulted_ = false;
     rte_mempool *tx_pool_ = nullptr;
     std::unique_ptr<neigh> nb_;
     std::unique_ptr<pcap_writer> capture_;
@@ -161,7 +169,9 @@ template <class Pred> bool poll_until(stack &st, std::chrono::milliseconds timeo
 }
 
 inline bool stack::wait_link_up(std::chrono::milliseconds timeout) {
-    return poll_until(*this, timeout, [&] { return port_->link_up(); });
+    if (!poll_until(*this, timeout, [&] { return port_->link_up(); })) return false;
+    link_ready();
+    return true;
 }
 
 inline void stack::linger(std::chrono::milliseconds idle, std::chrono::milliseconds limit) {

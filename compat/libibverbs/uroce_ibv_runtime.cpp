@@ -379,6 +379,9 @@ void runtime::check_link_locked() {
     const bool up = st_->port().link_up();
     if (up == link_up_) return;
     link_up_ = up;
+    /* memif maps new regions at each connection: fault them in before the
+     * first frame goes through them (ethdev_port::prefault_shared_memory). */
+    if (up) st_->port().prefault_shared_memory();
     ibv_async_event ev{};
     ev.event_type = up ? IBV_EVENT_PORT_ACTIVE : IBV_EVENT_PORT_ERR;
     ev.element.port_num = 1;
@@ -389,8 +392,12 @@ void runtime::check_link_locked() {
 std::optional<mac_addr> runtime::resolve_locked(const gid &g, std::chrono::milliseconds timeout) {
     const uint64_t deadline = monotonic_ns() + uint64_t(timeout.count()) * 1'000'000ull;
     for (;;) {
-        if (st_->port().link_up())
+        if (st_->port().link_up()) {
+            /* the transition now, not at the next 100 ms check: the
+             * connection's first frames follow this resolution */
+            check_link_locked();
             if (auto mac = st_->neighbours().resolve(g)) return mac;
+        }
         if (monotonic_ns() > deadline) return std::nullopt;
         drive_locked();
     }

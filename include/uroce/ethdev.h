@@ -110,6 +110,15 @@ class UROCE_API ethdev_port final : public netdev {
         rte_eth_link link{};
         return rte_eth_link_get_nowait(port_id_, &link) == 0 && link.link_status == RTE_ETH_LINK_UP;
     }
+    /* Fault in, in this process, the memory the PMD shares with its peer:
+     * net_memif's rings and packet buffers, which exist from link-up (the
+     * peers map them when they connect). Otherwise the first frame through
+     * each page pays for the fault on the data path: on a shadow-paged VM
+     * the first 512 send_lat iterations took 35 us instead of 1.6
+     * (doc/performance.md). Control path; call it once the link is up (the
+     * apps' stack and compat's runtime do). Returns the bytes touched: 0
+     * for a port that shares no memory. */
+    size_t prefault_shared_memory() const;
     /* The largest IB path MTU (256..4096) this port's frame size carries. */
     uint32_t max_ib_mtu() const;
     /* One-line summary: driver, MAC, MTU, offloads. */
