@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * Faulting in the memory net_memif shares between the two processes.
+ * Faulting in the memory a PMD shares with its peer: net_memif's region
+ * (the other process), net_af_packet's socket rings (the kernel).
  *
  * Why: DPDK's memif (copy mode) puts its rings and packet buffers in a
  * memfd region that the client creates and both processes map. Nothing
@@ -11,7 +12,10 @@
  * when the guest's entry exists): 2 B send_lat with perftest's default 1000
  * iterations had t_typical 35 us instead of 1.6, every one of the first 512
  * iterations slow. MADV_POPULATE_WRITE alone halved that; populating and
- * then reading each page from the process removed it.
+ * then reading each page from the process removed it. af_packet's rings
+ * (512 frames of 10 KiB each way, doc/dpdk-ports.md) are the same kind of
+ * memory: the kernel writes a received frame there, and the process's first
+ * read of each frame's page faults the same way.
  */
 #include "uroce_prefault.h"
 
@@ -48,7 +52,7 @@ void prefault_range(void *addr, size_t len) {
     asm volatile("" : : "r"(sink));
 }
 
-prefault_result prefault_memfd_mappings(std::string_view name_prefix) {
+prefault_result prefault_shared_mappings(std::string_view path_prefix) {
     prefault_result r;
     FILE *maps = std::fopen("/proc/self/maps", "re");
     if (!maps) return r;
@@ -64,11 +68,7 @@ prefault_result prefault_memfd_mappings(std::string_view name_prefix) {
             continue;
         /* shared and readable: a private or unreadable mapping is not a region */
         if (perms[0] != 'r' || perms[3] != 's') continue;
-        std::string_view path(line + path_at);
-        constexpr std::string_view memfd = "/memfd:";
-        if (path.substr(0, memfd.size()) != memfd) continue;
-        path.remove_prefix(memfd.size());
-        if (path.substr(0, name_prefix.size()) != name_prefix) continue;
+        if (std::string_view(line + path_at).substr(0, path_prefix.size()) != path_prefix) continue;
         prefault_range(reinterpret_cast<void *>(start), end - start);
         r.bytes += end - start;
         r.mappings++;
@@ -78,11 +78,13 @@ prefault_result prefault_memfd_mappings(std::string_view name_prefix) {
 }
 
 size_t ethdev_port::prefault_shared_memory() const {
-    /* DPDK 22.11 names memif's regions "memif_region_<n>" (memfd_create in
-     * rte_eth_memif.c); a process with several memif ports faults in all of
-     * them, which costs a read a page the second time. */
-    if (driver_name_ != "net_memif") return 0;
-    return prefault_memfd_mappings("memif_region_").bytes;
+    /* A process with several such ports faults in all of their regions at
+     * each call, which costs a read a page the second time. */
+    if (driver_name_ == "net_memif") /* memfd_create("memif_region_<n>"), rte_eth_memif.c */
+        return prefault_shared_mappings("/memfd:memif_region_").bytes;
+    if (driver_name_ == "net_af_packet") /* the PACKET_RX_RING/TX_RING mmap of its sockets */
+        return prefault_shared_mappings("socket:[").bytes;
+    return 0;
 }
 
 } // namespace uroce

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * Faulting in memory another process shares with us, before the data path
+ * Faulting in memory a PMD shares with its peer, before the data path
  * touches it (ethdev_port::prefault_shared_memory, doc/performance.md).
  */
 #ifndef UROCE_PREFAULT_H
@@ -16,12 +16,14 @@ struct prefault_result {
     unsigned mappings = 0;
 };
 
-/* Every shared mapping of this process whose file is a memfd named
- * <name_prefix>... (/proc/self/maps: "/memfd:<name> (deleted)"): each page
+/* Every readable shared mapping of this process whose path in
+ * /proc/self/maps begins with path_prefix ("/memfd:<name> (deleted)" for a
+ * memfd, "socket:[<inode>]" for a packet socket's ring): each page
  * populated for writing (MADV_POPULATE_WRITE, Linux 5.14; skipped where the
- * kernel lacks it) and then read once. Neither changes a byte, so it is safe
- * while the peer process reads and writes the same memory. */
-prefault_result prefault_memfd_mappings(std::string_view name_prefix);
+ * kernel lacks it or the mapping is not pageable memory) and then read
+ * once. Neither changes a byte, so it is safe while the peer (a process or
+ * the kernel) reads and writes the same memory. */
+prefault_result prefault_shared_mappings(std::string_view path_prefix);
 
 /* One range, as above: populate for writing, then read one byte a page. */
 void prefault_range(void *addr, size_t len);

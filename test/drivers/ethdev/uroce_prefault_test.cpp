@@ -5,8 +5,12 @@
  */
 #include "uroce_prefault.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -66,7 +70,7 @@ TEST(prefault_test, the_named_shared_memfds_are_faulted_in_and_nothing_else) {
     ASSERT_LT(present_pages(a.p, len), len / page);
     ASSERT_EQ(present_pages(other.p, other.len), 0u);
 
-    const uroce::prefault_result r = uroce::prefault_memfd_mappings("uroce_prefault_test_");
+    const uroce::prefault_result r = uroce::prefault_shared_mappings("/memfd:uroce_prefault_test_");
 
     EXPECT_EQ(r.mappings, 2u);
     EXPECT_EQ(r.bytes, len + 3 * page);
@@ -85,10 +89,33 @@ TEST(prefault_test, no_match_touches_nothing) {
     memfd_map a("uroce_prefault_none_0", 4 * page);
     ASSERT_TRUE(a.p);
     const uroce::prefault_result r =
-        uroce::prefault_memfd_mappings("memif_region_that_is_not_here");
+        uroce::prefault_shared_mappings("/memfd:memif_region_that_is_not_here");
     EXPECT_EQ(r.mappings, 0u);
     EXPECT_EQ(r.bytes, 0u);
     EXPECT_EQ(present_pages(a.p, a.len), 0u);
+}
+
+/* net_af_packet's path: a packet socket's RX ring, mapped as "socket:[ino]". */
+TEST(prefault_test, a_packet_socket_ring_is_found_by_its_path) {
+    const int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, htons(ETH_P_ALL));
+    if (fd < 0) GTEST_SKIP() << "no AF_PACKET socket (needs CAP_NET_RAW)";
+    tpacket_req req{};
+    req.tp_block_size = unsigned(4 * page);
+    req.tp_block_nr = 4;
+    req.tp_frame_size = unsigned(2 * page);
+    req.tp_frame_nr = req.tp_block_size / req.tp_frame_size * req.tp_block_nr;
+    ASSERT_EQ(setsockopt(fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof(req)), 0);
+    const size_t len = size_t(req.tp_block_size) * req.tp_block_nr;
+    void *ring = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ASSERT_NE(ring, MAP_FAILED);
+
+    const uroce::prefault_result r = uroce::prefault_shared_mappings("socket:[");
+
+    EXPECT_EQ(r.mappings, 1u);
+    EXPECT_EQ(r.bytes, len);
+    EXPECT_EQ(present_pages(static_cast<uint8_t *>(ring), len), len / page);
+    munmap(ring, len);
+    close(fd);
 }
 
 TEST(prefault_test, a_range_not_page_aligned_covers_its_pages) {
