@@ -257,12 +257,7 @@ rte_mempool *make_pktmbuf_pool(const std::string &name, unsigned n_mbufs, uint16
     /* The per-lcore cache may hold at most n / 1.5 mbufs. */
     const unsigned cache = std::min(256u, n_mbufs * 2 / 3);
     rte_mempool *mp =
-        packed_pool_allowed()
-            ? packed_pktmbuf_pool_create(name, n_mbufs, cache, uint16_t(room), int(rte_socket_id()))
-            : nullptr;
-    if (!mp)
-        mp = rte_pktmbuf_pool_create(name.c_str(), n_mbufs, cache, 0, uint16_t(room),
-                                     int(rte_socket_id()));
+        pktmbuf_pool_create(name, n_mbufs, cache, uint16_t(room), int(rte_socket_id()));
     if (mp) return mp;
     const int e = rte_errno;
     rte_mempool_objsz sz{};

@@ -228,12 +228,8 @@ bool ethdev_port::setup(const ethdev_config &cfg, std::string &err) {
         n_mbufs += uint32_t(cfg.shards) * shard_group::default_ring_size;
     char pool_name[RTE_MEMPOOL_NAMESIZE];
     std::snprintf(pool_name, sizeof(pool_name), "uroce_port%u", port_id_);
-    if (packed_pool_allowed())
-        pool_ = packed_pktmbuf_pool_create(pool_name, n_mbufs, 256, uint16_t(room),
-                                           int(rte_eth_dev_socket_id(port_id_)));
-    if (!pool_)
-        pool_ = rte_pktmbuf_pool_create(pool_name, n_mbufs, 256, 0, uint16_t(room),
-                                        int(rte_eth_dev_socket_id(port_id_)));
+    pool_ = pktmbuf_pool_create(pool_name, n_mbufs, 256, uint16_t(room),
+                                int(rte_eth_dev_socket_id(port_id_)));
     if (!pool_) {
         std::snprintf(
             msg, sizeof(msg),

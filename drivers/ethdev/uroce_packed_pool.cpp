@@ -64,4 +64,13 @@ rte_mempool *packed_pktmbuf_pool_create(const std::string &name, unsigned n, uns
     return mp;
 }
 
+rte_mempool *pktmbuf_pool_create(const std::string &name, unsigned n, unsigned cache_size,
+                                 uint16_t data_room_size, int socket_id) {
+    if (packed_pool_allowed())
+        if (rte_mempool *mp =
+                packed_pktmbuf_pool_create(name, n, cache_size, data_room_size, socket_id))
+            return mp;
+    return rte_pktmbuf_pool_create(name.c_str(), n, cache_size, 0, data_room_size, socket_id);
+}
+
 } // namespace uroce

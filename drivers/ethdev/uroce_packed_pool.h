@@ -25,6 +25,12 @@ bool packed_pool_allowed();
 rte_mempool *packed_pktmbuf_pool_create(const std::string &name, unsigned n, unsigned cache_size,
                                         uint16_t data_room_size, int socket_id);
 
+/* The pool every uroce pktmbuf pool is: the packed one where
+ * packed_pool_allowed(), else (or if that fails) rte_pktmbuf_pool_create's.
+ * nullptr with rte_errno set (the ordinary pool's reason) on failure. */
+rte_mempool *pktmbuf_pool_create(const std::string &name, unsigned n, unsigned cache_size,
+                                 uint16_t data_room_size, int socket_id);
+
 } // namespace uroce
 
 #endif
