@@ -71,6 +71,8 @@ class stack {
      * (device::rx_burst). Measured: doc/performance.md, "2 B send_lat
      * over memif". */
     unsigned poll() {
+        if (!prefaulted_) [[unlikely]]
+            watch_link();
         if (group_) return ethdev_shard_poll(*shards_[0].sh, *port_);
         const unsigned sent = eng_->poll();
         rte_mbuf *pkts[engine::burst];
@@ -137,6 +139,14 @@ class stack {
         port_->prefault_shared_memory();
     }
     bool prefaulted_ = false;
+    /* Until then, poll() looks at the link every link_watch_polls polls:
+     * a run whose link came up where nothing waited for it (an rdma_cm
+     * server accepts without wait_link_up or resolve) is prefaulted too. */
+    void watch_link() {
+        if ((++link_watch_ & (link_watch_polls - 1)) == 0 && port_->link_up()) link_ready();
+    }
+    static constexpr unsigned link_watch_polls = 1024;
+    unsigned link_watch_ = 0;
     rte_mempool *tx_pool_ = nullptr;
     std::unique_ptr<neigh> nb_;
     std::unique_ptr<pcap_writer> capture_;
