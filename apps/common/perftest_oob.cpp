@@ -603,6 +603,7 @@ result<outcome> run_sequence(session &s, const hooks &h) {
         auto r = s.xchg_bw_reports(mine, t);
         if (!r) return r.err();
         o.remote_reports.push_back(*r);
+        if (h.reports_exchanged) h.reports_exchanged(mine, *r);
         return {};
     };
     auto run_one = [&](uint64_t size) -> result<bw_report> {

@@ -242,6 +242,9 @@ struct hooks {
      * stock write/read/atomic bw server sends uninitialised memory).
      * Optional: zeros. */
     std::function<bw_report()> idle_report;
+    /* After each xchg_bw_reports: this side's report and the peer's (-b:
+     * perftest prints their sum, print_full_bw_report). Optional. */
+    std::function<void(const bw_report &mine, const bw_report &peer)> reports_exchanged;
 };
 
 struct outcome {

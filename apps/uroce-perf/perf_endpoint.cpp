@@ -298,9 +298,45 @@ std::string endpoint::poll_errors(const wc *w, int n) {
     return {};
 }
 
+std::string endpoint::take_receives(const wc *w, int n, uint64_t &received) {
+    for (int i = 0; i < n; i++)
+        if (w[i].wr_id & recv_tag) {
+            recv_posted_[w[i].wr_id & ~recv_tag]--;
+            received++;
+        }
+    /* Repost on the QPs that consumed receives, not on every QP. */
+    for (int i = 0; i < n; i++)
+        if (w[i].wr_id & recv_tag)
+            if (std::string e = post_receives(size_t(w[i].wr_id & ~recv_tag)); !e.empty()) return e;
+    return {};
+}
+
 std::string endpoint::run_bw(uint64_t size, bw_result &out,
                              const std::function<void(double)> &on_progress) {
+    return bw_loop(size, bw_mode{}, out, on_progress);
+}
+
+std::string endpoint::run_bi_send(uint64_t size, bool server, bw_result &out) {
+    return bw_loop(size, bw_mode{.receive = true, .wait_first_receive = server}, out,
+                   [](double) {});
+}
+
+std::string endpoint::bw_loop(uint64_t size, bw_mode mode, bw_result &out,
+                              const std::function<void(double)> &on_progress) {
     const size_t nq = qps_.size();
+    wc wcs[32];
+    uint64_t received = 0; /* the peer's SENDs (mode.receive) */
+    if (mode.wait_first_receive) {
+        wait_limit limit(std::chrono::seconds(10));
+        while (received == 0) {
+            progress_();
+            const int n = poll_cqs(32, wcs);
+            if (std::string e = poll_errors(wcs, n); !e.empty()) return e;
+            if (std::string e = take_receives(wcs, n, received); !e.empty()) return e;
+            if (received == 0 && limit.passed()) return "no message from the peer for 10 s";
+            if (app::stop_requested.load()) return "interrupted";
+        }
+    }
     std::vector<uint64_t> posted(nq, 0), done(nq, 0), since_signal(nq, 0);
     const bool timed = p_.duration_s > 0;
     const uint64_t per_qp = timed ? UINT64_MAX : p_.iters;
@@ -318,6 +354,10 @@ std::string endpoint::run_bw(uint64_t size, bw_result &out,
         return std::chrono::duration<double>(t - t0).count();
     };
     uint64_t total_done = 0;
+    /* what a -D window counts: this side's completed WRs, and with -b SEND
+     * the peer's messages received too (run_iter_bi counts both) */
+    auto counted = [&] { return total_done + (mode.receive ? received : 0); };
+    clock::time_point all_sent{}; /* -n: when the last of this side's WRs completed */
     bool stopping = false;
     /* -f: the sample window [margin, duration - margin] (perftest's
      * SAMPLE_STATE); without -D or -f it is the whole run */
@@ -325,7 +365,6 @@ std::string endpoint::run_bw(uint64_t size, bw_result &out,
     bool sampling = !windowed, sampled = false;
     clock::time_point sample_t0 = t0, sample_t1{};
     uint64_t sample_done0 = 0, sample_done1 = 0;
-    wc wcs[32];
     /* The QPs that may have room: all at first, then those a completion
      * came for, so that a round costs what happened in it, not a scan of
      * every QP (thousands with -q 4096). */
@@ -350,6 +389,8 @@ std::string endpoint::run_bw(uint64_t size, bw_result &out,
         progress_();
         int n = poll_cqs(32, wcs);
         if (std::string e = poll_errors(wcs, n); !e.empty()) return e;
+        if (mode.receive)
+            if (std::string e = take_receives(wcs, n, received); !e.empty()) return e;
         const auto now = clock::now();
         for (int i = 0; i < n; i++) {
             if (wcs[i].wr_id & recv_tag) continue;
@@ -361,6 +402,7 @@ std::string endpoint::run_bw(uint64_t size, bw_result &out,
             }
             total_done += wr_covered(wcs[i].wr_id);
             peak.completed(since_t0(now), wr_covered(wcs[i].wr_id));
+            if (!timed && total_done == p_.iters * nq) all_sent = now;
         }
         if (now - last_report > std::chrono::milliseconds(200)) {
             last_report = now;
@@ -374,12 +416,12 @@ std::string endpoint::run_bw(uint64_t size, bw_result &out,
             if (!sampling && at >= p_.margin_s) {
                 sampling = true;
                 sample_t0 = now;
-                sample_done0 = total_done;
+                sample_done0 = counted();
                 sample_cpu0 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
             } else if (sampling && at >= p_.duration_s - p_.margin_s) {
                 sampled = true;
                 sample_t1 = now;
-                sample_done1 = total_done;
+                sample_done1 = counted();
                 sample_cpu1 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
             }
         }
@@ -389,12 +431,17 @@ std::string endpoint::run_bw(uint64_t size, bw_result &out,
                 if (windowed && !sampled) { /* a stall ran past the window's end */
                     sample_cpu1 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
                     if (!sampling)
-                        sample_t0 = now, sample_done0 = total_done, sample_cpu0 = sample_cpu1;
+                        sample_t0 = now, sample_done0 = counted(), sample_cpu0 = sample_cpu1;
                     sampled = true;
                     sample_t1 = now;
-                    sample_done1 = total_done;
+                    sample_done1 = counted();
                 }
             }
+            /* -b SEND stops here, as run_iter_bi does: the peer stops
+             * reposting at its own end, so a drain could wait on RNR NAKs
+             * for good. What is still in flight completes or is flushed
+             * when the QPs go. */
+            if (stopping && mode.receive) break;
             for (size_t qi = 0; stopping && qi < nq; qi++)
                 /* The unsignaled tail completes with the next signaled WR:
                  * post one, once the send queue has room for it (a full
@@ -411,7 +458,7 @@ std::string endpoint::run_bw(uint64_t size, bw_result &out,
             for (size_t qi = 0; qi < nq; qi++)
                 drained = drained && done[qi] == posted[qi] && !since_signal[qi];
             if (drained) break;
-        } else if (total_done == p_.iters * nq) {
+        } else if (total_done == p_.iters * nq && (!mode.receive || received == p_.iters * nq)) {
             break;
         }
     }
@@ -420,9 +467,15 @@ std::string endpoint::run_bw(uint64_t size, bw_result &out,
         out.iters = sample_done1 - sample_done0;
         out.seconds = std::chrono::duration<double>(sample_t1 - sample_t0).count();
         out.cpu_seconds = sample_cpu1 - sample_cpu0;
-    } else {
-        out.iters = total_done;
+    } else if (timed) {
+        out.iters = counted();
         out.seconds = seconds_since(t0);
+        out.cpu_seconds = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
+    } else {
+        /* perftest's rate: from the first post to this side's last
+         * completion (with -b SEND the peer's last message may come later) */
+        out.iters = total_done;
+        out.seconds = std::chrono::duration<double>(all_sent - t0).count();
         out.cpu_seconds = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
     }
     out.bw_avg_bytes_s = double(out.iters) * double(size) / out.seconds;
@@ -448,20 +501,12 @@ std::string endpoint::serve_send_bw(uint64_t size, uint64_t iters, bw_result &ou
         progress_();
         int n = poll_cqs(32, wcs);
         if (std::string e = poll_errors(wcs, n); !e.empty()) return e;
-        uint64_t received = 0;
-        for (int i = 0; i < n; i++) {
-            if (!(wcs[i].wr_id & recv_tag)) continue;
-            received++;
-            recv_posted_[wcs[i].wr_id & ~recv_tag]--;
-        }
         if (n) {
             last = clock::now();
+            uint64_t received = 0;
+            if (std::string e = take_receives(wcs, n, received); !e.empty()) return e;
             if (received && got == 0) first = last;
             got += received;
-            for (int i = 0; i < n; i++)
-                if (wcs[i].wr_id & recv_tag)
-                    if (std::string e = post_receives(size_t(wcs[i].wr_id & ~recv_tag)); !e.empty())
-                        return e;
         } else if (clock::now() - last > std::chrono::seconds(10)) {
             return "no message for 10 s (" + std::to_string(got) + " of " + std::to_string(want) +
                    " received)";
@@ -485,14 +530,8 @@ std::string endpoint::service() {
     wc wcs[32];
     int n = poll_cqs(32, wcs);
     if (std::string e = poll_errors(wcs, n); !e.empty()) return e;
-    /* Repost on the QPs that consumed receives, not on every QP. */
-    for (int i = 0; i < n; i++)
-        if (wcs[i].wr_id & recv_tag) recv_posted_[wcs[i].wr_id & ~recv_tag]--;
-    for (int i = 0; i < n; i++)
-        if (wcs[i].wr_id & recv_tag)
-            if (std::string e = post_receives(size_t(wcs[i].wr_id & ~recv_tag)); !e.empty())
-                return e;
-    return {};
+    uint64_t received = 0;
+    return take_receives(wcs, n, received);
 }
 
 void endpoint::clear_buffers() {
@@ -643,7 +682,12 @@ static void print_banner(FILE *f, verb op, test_kind k, const perf_params &p,
     const char *rule =
         "---------------------------------------------------------------------------------------\n";
     std::fprintf(f, "%s", rule);
-    std::fprintf(f, "                    %s\n", verb_title(op, k));
+    /* ctx_print_test_info: "RDMA_Write Bidirectional BW Test" with -b */
+    static const char *names[] = {"Send", "RDMA_Write", "RDMA_Read", "Atomic FETCH_AND_ADD"};
+    if (k == test_kind::bw && p.duplex)
+        std::fprintf(f, "                    %s Bidirectional BW Test\n", names[int(op)]);
+    else
+        std::fprintf(f, "                    %s\n", verb_title(op, k));
     std::fprintf(f, " Dual-port       : OFF\t\tDevice         : %s\n", device.c_str());
     std::fprintf(f, " Number of qps   : %d\t\tTransport type : IB\n", p.num_qps);
     std::fprintf(f, " Connection type : %s\t\tUsing SRQ      : OFF\n",

@@ -44,6 +44,7 @@ struct perf_params {
     uint8_t qp_timeout = 14;    /* -u: local ACK timeout, 4.096 us x 2^u */
     qp_type conn = qp_type::rc; /* -c RC, UC (send/write) or UD (send) */
     uint32_t inline_size = 0;   /* -I: SENDs and WRITEs up to this size go inline */
+    bool duplex = false;        /* -b: bw tests in both directions at once */
     /* bytes of each half of a QP's buffer (target, source): the largest
      * message of the run, and against perftest at least its cycle_buffer */
     uint64_t max_size = 65536;
@@ -108,9 +109,20 @@ class endpoint {
     std::string post_receives();
     std::string post_receives(size_t qi); /* fill QP qi's receive queue */
 
-    /* The measurements. Requester side of bw (the client, as in perftest). */
+    /* The measurements. Requester side of bw (the client, as in perftest;
+     * with -b both sides, and the WRITEs, READs or atomics of each go to the
+     * other's buffer). */
     std::string run_bw(uint64_t size, bw_result &out,
                        const std::function<void(double)> &on_progress);
+    /* -b send_bw (perftest's run_iter_bi): SENDs as run_bw posts them while
+     * the peer's arrive and their receives are reposted. With -n it ends when
+     * this side's SENDs and the peer's n per QP have all completed; the rate
+     * is this side's SENDs, from the first post to the last completion. With
+     * -D it ends at its end, without draining (perftest's loop stops there
+     * too, and so does its reposting), and counts SENDs and receives in the
+     * window. The server sends from its first receive on, as perftest's
+     * ("SERVER will not start to send packets before CLIENT start the test"). */
+    std::string run_bi_send(uint64_t size, bool server, bw_result &out);
     /* The responder of a SEND bw test counts receives until `iters` per QP
      * arrived (or stop) and measures them as perftest's receiver does. */
     std::string serve_send_bw(uint64_t size, uint64_t iters, bw_result &out);
@@ -141,6 +153,15 @@ class endpoint {
     std::string check_data(const endpoint &requester, uint64_t size) const;
 
   private:
+    /* What the bw loop does besides posting its own WRs (run_bw, run_bi_send). */
+    struct bw_mode {
+        bool receive = false;            /* repost and count the peer's SENDs */
+        bool wait_first_receive = false; /* post nothing before the first one */
+    };
+    std::string bw_loop(uint64_t size, bw_mode mode, bw_result &out,
+                        const std::function<void(double)> &on_progress);
+    /* Receive completions among n: counted per QP and reposted. */
+    std::string take_receives(const wc *w, int n, uint64_t &received);
     std::string post_one(size_t qi, uint64_t size, bool signaled, uint64_t wr_id);
     std::string poll_errors(const wc *w, int n);
     /* Up to max completions from the CQs, starting one further each call. */

@@ -197,10 +197,10 @@ int parse_args(int argc, char **argv, options &o) {
                               "UC and UD: -n up to 16000, so that no message finds the\n"
                               "queue empty)",
                               1, 65536, [&](long n) { rx_depth = uint32_t(n); }));
-    cl.add({"bidirectional", 'b', "", "not supported yet", [](const char *, std::string &err) {
-                err = "bidirectional runs are not supported yet";
-                return false;
-            }});
+    cl.add(app::flag_option("bidirectional", 'b',
+                            "bw tests both ways at once; each side prints the two\n"
+                            "sides' sum (-b send_bw -D: its own SENDs and receives)",
+                            o.p.duplex));
     cl.add(app::flag_option("rdma_cm", 'R',
                             "connect the QPs with rdma_cm, and exchange over it instead of TCP",
                             o.rdma_cm));
@@ -276,6 +276,12 @@ int parse_args(int argc, char **argv, options &o) {
             return cl.usage_error("-R runs RC and UD only (no -c UC)");
     }
     if (o.rdma_cm && o.loopback) return cl.usage_error("-R is for runs against a peer");
+    if (o.p.duplex) {
+        if (o.loopback) return cl.usage_error("-b is for runs against a peer");
+        if (lat) return cl.usage_error("-b (bidirectional) is for bw tests");
+        /* perftest: "Duration mode currently doesn't support running on all sizes" */
+        if (o.all_sizes && o.p.duration_s > 0) return cl.usage_error("-b -D runs one size (no -a)");
+    }
     o.inline_given = inline_size.has_value();
     o.p.inline_size =
         inline_size ? *inline_size : default_inline(o.tests[0].first, o.tests[0].second, o.p.conn);
@@ -725,6 +731,7 @@ int run_remote(options &o) {
     cfg.kind = kind;
     cfg.num_qps = p.num_qps;
     cfg.run_all = o.all_sizes;
+    cfg.duplex = p.duplex;
     cfg.size = o.sizes[0];
     cfg.duration = p.duration_s > 0;
     cfg.mtu = int(o.p.path_mtu > st->max_mtu() ? st->max_mtu() : o.p.path_mtu);
@@ -738,7 +745,8 @@ int run_remote(options &o) {
     }
     cfg.timeout = std::chrono::seconds(o.timeout_s);
 
-    warn_no_peak(p, kind, op == verb::send && cfg.side == oob::perftest::role::server);
+    const bool server = cfg.side == oob::perftest::role::server;
+    warn_no_peak(p, kind, op == verb::send && server && !p.duplex);
     app::control_runner ctl(*st);
     /* With -R everything runs on this thread (the exchange waits on our own
      * control QP, polling the stack); over TCP the exchange blocks on a
@@ -829,11 +837,15 @@ int run_remote(options &o) {
             const uint64_t sz = op == verb::atomic ? 8 : size;
             if (kind == test_kind::bw) {
                 bw_result r;
-                std::string e2 = cfg.side == oob::perftest::role::server
-                                     ? ep->serve_send_bw(sz, p.iters, r)
-                                     : ep->run_bw(sz, r, [](double) {});
+                std::string e2 = p.duplex && op == verb::send ? ep->run_bi_send(sz, server, r)
+                                 : server && !p.duplex        ? ep->serve_send_bw(sz, p.iters, r)
+                                                              : ep->run_bw(sz, r, [](double) {});
                 if (!e2.empty()) return e2;
-                print_bw_line(stdout, r, o.report_gbits);
+                /* -b: the line is the two sides' sum, once the reports are
+                 * exchanged (reports_exchanged); -b send_bw -D exchanges
+                 * none, and prints its own (perftest's print_report_bw) */
+                if (!p.duplex || (op == verb::send && p.duration_s > 0))
+                    print_bw_line(stdout, r, o.report_gbits);
                 rep.size = r.size;
                 rep.iters = r.iters;
                 rep.bw_peak = bw_in_report_units(r.bw_peak_bytes_s, o.report_gbits);
@@ -854,9 +866,16 @@ int run_remote(options &o) {
 
     /* The stock write/read/atomic bw server does not measure: it prints the
      * client's figures from xchg_bw_reports, and so does ours. */
+    if (p.duplex)
+        h.reports_exchanged = [&](const oob::perftest::bw_report &mine,
+                                  const oob::perftest::bw_report &peer) {
+            /* print_full_bw_report(my_bw_rep, rem_bw_rep) */
+            print_bw_line(stdout, mine.size, mine.iters, mine.bw_peak + peer.bw_peak,
+                          mine.bw_avg + peer.bw_avg, mine.msg_rate_avg + peer.msg_rate_avg);
+            std::fflush(stdout);
+        };
     auto print_peer_reports = [&](const oob::perftest::outcome &out) {
-        if (kind != test_kind::bw || op == verb::send || cfg.side != oob::perftest::role::server)
-            return;
+        if (kind != test_kind::bw || op == verb::send || !server || p.duplex) return;
         print_header();
         for (const auto &r : out.remote_reports)
             print_bw_line(stdout, r.size, r.iters, r.bw_peak, r.bw_avg, r.msg_rate_avg);

@@ -19,6 +19,7 @@
 #include <deque>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "oob_golden.h"
 
@@ -410,6 +411,8 @@ namespace {
 struct side_stats {
     std::atomic<int> runs{0}, prepares{0}, connects{0};
     std::vector<uint64_t> sizes;
+    std::vector<std::pair<double, double>>
+        exchanged; /* reports_exchanged: peaks, mine and peer's */
     std::mutex mu;
 };
 
@@ -457,6 +460,10 @@ pt::hooks make_hooks(bool client, const pt::config &c, side_stats &st) {
         r.bw_avg = client ? 90.0 : 180.0;
         r.msg_rate_avg = 0.001;
         return r;
+    };
+    h.reports_exchanged = [&st](const pt::bw_report &mine, const pt::bw_report &peer) {
+        std::lock_guard<std::mutex> g(st.mu);
+        st.exchanged.emplace_back(mine.bw_peak, peer.bw_peak);
     };
     return h;
 }
@@ -573,6 +580,17 @@ TEST(perftest_loopback, every_test_kind) {
         if (want_reports && lc.duplex) {
             EXPECT_DOUBLE_EQ(so->remote_reports.back().bw_peak, 100.5);
             EXPECT_DOUBLE_EQ(co->remote_reports.back().bw_peak, 200.25);
+        }
+        /* The hook sees every exchange, with this side's report beside the
+         * peer's (what -b prints the sum of). */
+        ASSERT_EQ(cst.exchanged.size(), want_reports);
+        ASSERT_EQ(sst.exchanged.size(), want_reports);
+        if (want_reports) {
+            const auto c_pair = std::make_pair(100.5, lc.duplex ? 200.25 : 0.0);
+            EXPECT_EQ(cst.exchanged.back(), c_pair);
+            /* the half-duplex server's own report is its idle_report: zeros */
+            const auto s_pair = std::make_pair(lc.duplex ? 200.25 : 0.0, 100.5);
+            EXPECT_EQ(sst.exchanged.back(), s_pair);
         }
     }
 }
