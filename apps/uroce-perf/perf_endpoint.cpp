@@ -190,6 +190,8 @@ std::string endpoint::connect(const std::vector<oob::perftest::key> &remote,
         /* perftest asks for 0xff; for RoCE the kernel uses the route's hop
          * limit instead (64 from rxe): keep the default, 64 */
         peer_mac.copy_to(a.ah_attr.dmac);
+        a.ah_attr.sl = p_.sl;
+        a.ah_attr.grh.traffic_class = p_.traffic_class;
         if (ud) {
             verbs_error err;
             ah *h = create_ah(pd_, a.ah_attr, &err);
@@ -246,10 +248,11 @@ int endpoint::poll_cqs(int max, wc *out) {
     return n;
 }
 
-std::string endpoint::post_one(size_t qi, uint64_t size, bool signaled, uint64_t wr_id) {
+void endpoint::fill_wr(size_t qi, uint64_t size, bool signaled, uint64_t wr_id, send_wr &wr,
+                       sge &s) {
     /* READ and atomic results land in the source half, like perftest's local buffer. */
-    sge s{uint64_t(uintptr_t(src(qi))), uint32_t(size), mr_lkey(mr_)};
-    send_wr wr;
+    s = sge{uint64_t(uintptr_t(src(qi))), uint32_t(size), mr_lkey(mr_)};
+    wr = send_wr{};
     wr.wr_id = wr_id;
     wr.sg_list = &s;
     wr.num_sge = 1;
@@ -284,6 +287,12 @@ std::string endpoint::post_one(size_t qi, uint64_t size, bool signaled, uint64_t
         wr.wr.atomic.compare_add = 1;
         break;
     }
+}
+
+std::string endpoint::post_one(size_t qi, uint64_t size, bool signaled, uint64_t wr_id) {
+    send_wr wr;
+    sge s;
+    fill_wr(qi, size, signaled, wr_id, wr, s);
     send_wr *bad;
     if (verbs_error e = post_send(qps_[qi], &wr, &bad); e != verbs_error::ok)
         return std::string("post_send: ") + verbs_error_str(e);
@@ -349,7 +358,7 @@ std::string endpoint::bw_loop(uint64_t size, bw_mode mode, bw_result &out,
     double sample_cpu0 = cpu0, sample_cpu1 = 0;
     auto last_report = t0;
     /* perftest measures no peak in -D runs nor above 20000 iterations. */
-    peak_meter peak(!timed && p_.iters <= peak_max_iters, timed ? 0 : p_.iters * nq);
+    peak_meter peak(!timed && !p_.no_peak && p_.iters <= peak_max_iters, timed ? 0 : p_.iters * nq);
     auto since_t0 = [&t0](clock::time_point t) {
         return std::chrono::duration<double>(t - t0).count();
     };
@@ -372,17 +381,30 @@ std::string endpoint::bw_loop(uint64_t size, bw_mode mode, bw_result &out,
     std::vector<uint8_t> is_ready(nq, 1);
     for (size_t qi = 0; qi < nq; qi++)
         ready[qi] = qi;
+    /* -l: each post_send takes a list of post_list WRs, linked (perftest's
+     * post_list; -n is a multiple of it, and it of cq_mod, so every list
+     * ends with a signaled WR) */
+    const uint32_t list = p_.post_list;
+    std::vector<send_wr> wrs(list);
+    std::vector<sge> sges(list);
     for (;;) {
         for (size_t qi : ready) {
             is_ready[qi] = 0;
-            while (!stopping && posted[qi] - done[qi] < depth && posted[qi] < per_qp) {
-                since_signal[qi]++;
-                bool sig = since_signal[qi] == cq_mod || posted[qi] + 1 == per_qp;
-                if (peak.enabled()) peak.posted(since_t0(clock::now()));
-                std::string e = post_one(qi, size, sig, make_wr_id(qi, uint32_t(since_signal[qi])));
-                if (!e.empty()) return e;
-                if (sig) since_signal[qi] = 0;
-                posted[qi]++;
+            while (!stopping && posted[qi] - done[qi] + list <= depth &&
+                   posted[qi] + list <= per_qp) {
+                for (uint32_t j = 0; j < list; j++) {
+                    since_signal[qi]++;
+                    const bool sig = since_signal[qi] == cq_mod || posted[qi] + j + 1 == per_qp;
+                    if (peak.enabled()) peak.posted(since_t0(clock::now()));
+                    fill_wr(qi, size, sig, make_wr_id(qi, uint32_t(since_signal[qi])), wrs[j],
+                            sges[j]);
+                    wrs[j].next = j + 1 < list ? &wrs[j + 1] : nullptr;
+                    if (sig) since_signal[qi] = 0;
+                }
+                send_wr *bad;
+                if (verbs_error e = post_send(qps_[qi], wrs.data(), &bad); e != verbs_error::ok)
+                    return std::string("post_send: ") + verbs_error_str(e);
+                posted[qi] += list;
             }
         }
         ready.clear();
@@ -684,8 +706,9 @@ static void print_banner(FILE *f, verb op, test_kind k, const perf_params &p,
     std::fprintf(f, "%s", rule);
     /* ctx_print_test_info: "RDMA_Write Bidirectional BW Test" with -b */
     static const char *names[] = {"Send", "RDMA_Write", "RDMA_Read", "Atomic FETCH_AND_ADD"};
-    if (k == test_kind::bw && p.duplex)
-        std::fprintf(f, "                    %s Bidirectional BW Test\n", names[int(op)]);
+    if (k == test_kind::bw)
+        std::fprintf(f, "                    %s %s%sBW Test\n", names[int(op)],
+                     p.duplex ? "Bidirectional " : "", p.post_list > 1 ? "Post List " : "");
     else
         std::fprintf(f, "                    %s\n", verb_title(op, k));
     std::fprintf(f, " Dual-port       : OFF\t\tDevice         : %s\n", device.c_str());
@@ -695,7 +718,11 @@ static void print_banner(FILE *f, verb op, test_kind k, const perf_params &p,
                  : p.conn == qp_type::uc ? "UC"
                                          : "RC");
     std::fprintf(f, " TX depth        : %u\n", k == test_kind::bw ? p.tx_depth : 1);
+    if (k == test_kind::bw && p.post_list > 1)
+        std::fprintf(f, " Post List       : %u\n", p.post_list);
     if (op == verb::send) std::fprintf(f, " RX depth        : %u\n", p.rx_depth);
+    if (k == test_kind::bw)
+        std::fprintf(f, " CQ Moderation   : %u\n", std::min(p.cq_mod, p.tx_depth));
     if (op == verb::read || op == verb::atomic)
         std::fprintf(f, " Outstand reads  : %u\n", p.out_reads);
     std::fprintf(f, " Mtu             : %u[B]\n", mtu_to_bytes(p.path_mtu));

@@ -39,7 +39,11 @@ struct perf_params {
     mtu path_mtu = mtu::mtu_4096;
     uint32_t tx_depth = 128;    /* perftest's default -t */
     uint32_t rx_depth = 512;    /* perftest's default -r */
-    uint32_t cq_mod = 100;      /* perftest's default --cq-mod: one signaled WR per this many */
+    uint32_t cq_mod = 100;      /* -Q (perftest's default): one signaled WR per this many */
+    uint32_t post_list = 1;     /* -l: WRs per post_send in bw tests */
+    bool no_peak = false;       /* -N */
+    uint8_t sl = 0;             /* -S */
+    uint8_t traffic_class = 0;  /* --tclass: the GRH's (the IP header's DSCP and ECN bits) */
     uint8_t out_reads = 16;     /* max_rd_atomic for READ/atomic */
     uint8_t qp_timeout = 14;    /* -u: local ACK timeout, 4.096 us x 2^u */
     qp_type conn = qp_type::rc; /* -c RC, UC (send/write) or UD (send) */
@@ -162,6 +166,8 @@ class endpoint {
                         const std::function<void(double)> &on_progress);
     /* Receive completions among n: counted per QP and reposted. */
     std::string take_receives(const wc *w, int n, uint64_t &received);
+    /* The send WR of the test's verb from QP qi's source half (s its SGE). */
+    void fill_wr(size_t qi, uint64_t size, bool signaled, uint64_t wr_id, send_wr &wr, sge &s);
     std::string post_one(size_t qi, uint64_t size, bool signaled, uint64_t wr_id);
     std::string poll_errors(const wc *w, int n);
     /* Up to max completions from the CQs, starting one further each call. */

@@ -54,6 +54,34 @@ constexpr unsigned memory_mb = 1024;
 /* uroce's max_inline_data (query_device), known before EAL starts. */
 constexpr uint32_t max_inline = 512;
 
+bool parse_limit(const char *v, std::optional<double> &out, std::string &err) {
+    char *end = nullptr;
+    const double d = std::strtod(v, &end);
+    if (end == v || *end || !(d >= 0)) {
+        err = app::quoted(v) + " is not a limit (a number, 0 or more)";
+        return false;
+    }
+    out = d;
+    return true;
+}
+
+/* perftest's verifier (print_full_bw_report): the run passes a limit if one
+ * of the result lines it prints reaches it (is_bw_limit_passed |= ...). */
+struct limit_check {
+    std::optional<double> bw, msgrate;
+    bool bw_met = false, msgrate_met = false;
+    void saw(double bw_avg, double msg_rate_mpps) {
+        bw_met = bw_met || (bw && bw_avg >= *bw);
+        msgrate_met = msgrate_met || (msgrate && msg_rate_mpps >= *msgrate);
+    }
+    /* perftest's messages; empty when the run passes */
+    std::string verdict() const {
+        if (bw && !bw_met) return "BW result is below bw limit";
+        if (msgrate && !msgrate_met) return "Msg rate  is below msg_rate limit";
+        return {};
+    }
+};
+
 struct options {
     app::stack_options stack;
     std::vector<std::string> eal_args;
@@ -65,12 +93,16 @@ struct options {
     bool report_gbits = false;
     bool loopback = false;
     bool inline_given = false; /* -I */
+    bool cq_mod_given = false; /* -Q, or -l */
     int gidx = -1;
     uint16_t tcp_port = oob::default_port;
     std::string server;
     uint32_t timeout_s = 10;
-    bool rdma_cm = false;    /* -R */
-    bool counters = false;   /* --counters: the stacks' counters at the end */
+    bool rdma_cm = false;  /* -R */
+    bool counters = false; /* --counters: the stacks' counters at the end */
+    /* -w, -y: perftest's verifier limits (in the printed units), and
+     * whether a printed result line met them */
+    struct limit_check limits;
     unsigned ring_slots = 0; /* --ring: the net_ring pair's slots (0: a whole TX pool) */
 };
 
@@ -107,10 +139,20 @@ uint32_t default_inline(verb op, test_kind kind, qp_type conn) {
     return op == verb::write ? 220 : 0;
 }
 
+/* The end of a run that printed its results: 1 if a -w/-y limit was not met. */
+int limits_verdict(const options &o) {
+    const std::string v = o.limits.verdict();
+    if (v.empty()) return 0;
+    std::fflush(stdout);
+    std::fprintf(stderr, "Error: %s\n", v.c_str());
+    return app::exit_failure;
+}
+
 /* perftest measures no BW peak (and says so first) in -D runs, above 20000
  * iterations, and on the receiving side of send_bw without -b. */
 void warn_no_peak(const perf_params &p, test_kind kind, bool send_bw_server) {
-    if (kind == test_kind::bw && (p.duration_s > 0 || p.iters > peak_max_iters || send_bw_server))
+    if (kind == test_kind::bw && !p.no_peak &&
+        (p.duration_s > 0 || p.iters > peak_max_iters || send_bw_server))
         std::printf(" WARNING: BW peak won't be measured in this run.\n");
 }
 
@@ -201,6 +243,34 @@ int parse_args(int argc, char **argv, options &o) {
                             "bw tests both ways at once; each side prints the two\n"
                             "sides' sum (-b send_bw -D: its own SENDs and receives)",
                             o.p.duplex));
+    cl.add(app::number_option("ib-port", 'i', "port", "accepted: uroce's device has port 1 only", 1,
+                              1, [](long) {}));
+    std::optional<uint32_t> cq_mod;
+    cl.add(app::number_option("cq-mod", 'Q', "n",
+                              "one signaled WR per n in bw tests (default 100; 1 above\n"
+                              "8192 B, as perftest, unless -Q is given)",
+                              1, 1024, [&](long n) { cq_mod = uint32_t(n); }));
+    cl.add(app::number_option("post_list", 'l', "n",
+                              "bw tests: post n linked WRs at a time (-n a multiple of\n"
+                              "n; the CQ moderation becomes n, or -Q must divide it)",
+                              1, 4096, [&o](long n) { o.p.post_list = uint32_t(n); }));
+    cl.add(app::flag_option("noPeak", 'N', "measure no BW peak", o.p.no_peak));
+    cl.add(app::number_option("sl", 'S', "sl",
+                              "service level of the QPs' path (default 0; RoCE v2 frames\n"
+                              "carry none without a VLAN: as rxe, it goes nowhere)",
+                              0, 15, [&o](long n) { o.p.sl = uint8_t(n); }));
+    cl.add(app::number_option("tclass", 0, "value",
+                              "the GRH's traffic class: the IP header's DSCP and ECN bits\n"
+                              "(uroce sets ECT(0) unless --no-ecn)",
+                              0, 255, [&o](long n) { o.p.traffic_class = uint8_t(n); }));
+    cl.add({"limit_bw", 'w', "value",
+            "exit 1 (\"BW result is below bw limit\") unless a result line's\n"
+            "average bandwidth, in the printed unit, reaches value",
+            [&o](const char *v, std::string &err) { return parse_limit(v, o.limits.bw, err); }});
+    cl.add(
+        {"limit_msgrate", 'y', "value",
+         "exit 1 unless a result line's message rate (Mpps) reaches value",
+         [&o](const char *v, std::string &err) { return parse_limit(v, o.limits.msgrate, err); }});
     cl.add(app::flag_option("rdma_cm", 'R',
                             "connect the QPs with rdma_cm, and exchange over it instead of TCP",
                             o.rdma_cm));
@@ -296,6 +366,25 @@ int parse_args(int argc, char **argv, options &o) {
         o.p.rx_depth = uint32_t(std::min<uint64_t>(o.p.rx_depth, o.p.iters));
         if (o.p.rx_depth % 2 && o.p.duration_s == 0) o.p.rx_depth++;
     }
+    /* -l (perftest's post_list): bw tests; -n a multiple of it; the CQ
+     * moderation becomes it, or -Q must divide it */
+    if (o.p.post_list > 1) {
+        if (lat) return cl.usage_error("-l (post_list) is for bw tests");
+        if (o.p.duration_s == 0 && o.p.iters % o.p.post_list)
+            return cl.usage_error("-n must be a multiple of -l (post_list)");
+        if (o.p.post_list > o.p.tx_depth)
+            return cl.usage_error("-l (post_list) is more than -t (tx-depth)");
+        if (!cq_mod)
+            cq_mod = o.p.post_list;
+        else if (o.p.post_list % *cq_mod)
+            return cl.usage_error("-l (post_list) must be a multiple of -Q (cq-mod)");
+    }
+    if (cq_mod) o.p.cq_mod = *cq_mod;
+    o.cq_mod_given = cq_mod.has_value();
+    /* With -R the CM makes the path (perftest sets the TOS with -T there) */
+    if (o.rdma_cm && (o.p.sl || o.p.traffic_class))
+        return cl.usage_error("-S and --tclass set the path of QPs uroce-perf connects itself;\n"
+                              "with -R, rdma_cm sets it");
     if (o.all_sizes) {
         o.sizes.clear();
         for (uint64_t s = 2; s <= (1u << 23); s *= 2)
@@ -673,6 +762,7 @@ int run_loopback(options &o) {
                 break;
             }
             print_bw_line(stdout, r, o.report_gbits);
+            o.limits.saw(bw_in_report_units(r.bw_avg_bytes_s, o.report_gbits), r.msg_rate_mpps);
             if (o.counters) print_qp_totals(clients, servers);
             /* Frames per message at this MTU, both directions' share of the ring ceiling. */
             const uint32_t pmtu = mtu_to_bytes(p.path_mtu);
@@ -696,6 +786,7 @@ int run_loopback(options &o) {
         a->print_counters(stderr);
         b->print_counters(stderr);
     }
+    if (rc == 0) rc = limits_verdict(o);
     return rc;
 }
 
@@ -712,6 +803,18 @@ int run_remote(options &o) {
     perf_params p = o.p;
     p.op = op;
     p.kind = kind;
+    /* perftest (force_dependecies): no CQ moderation for messages over
+     * MSG_SIZE_CQ_MOD_LIMIT, 8192 B, unless -Q asked for it; UD and -a keep
+     * it */
+    if (kind == test_kind::bw && !o.all_sizes && p.conn != qp_type::ud && o.sizes[0] > 8192) {
+        if (!o.cq_mod_given)
+            p.cq_mod = 1;
+        else if (p.cq_mod > 1)
+            std::printf("%s\nWarning: Large message requested and CQ moderation enabled\n"
+                        "Warning: It can lead to inaccurate results\n",
+                        "---------------------------------------------------------------------"
+                        "------------------");
+    }
     gid our_gid;
     if (o.gidx >= 0) {
         auto g = st->addrs().gid_at(size_t(o.gidx));
@@ -844,8 +947,11 @@ int run_remote(options &o) {
                 /* -b: the line is the two sides' sum, once the reports are
                  * exchanged (reports_exchanged); -b send_bw -D exchanges
                  * none, and prints its own (perftest's print_report_bw) */
-                if (!p.duplex || (op == verb::send && p.duration_s > 0))
+                if (!p.duplex || (op == verb::send && p.duration_s > 0)) {
                     print_bw_line(stdout, r, o.report_gbits);
+                    o.limits.saw(bw_in_report_units(r.bw_avg_bytes_s, o.report_gbits),
+                                 r.msg_rate_mpps);
+                }
                 rep.size = r.size;
                 rep.iters = r.iters;
                 rep.bw_peak = bw_in_report_units(r.bw_peak_bytes_s, o.report_gbits);
@@ -872,13 +978,16 @@ int run_remote(options &o) {
             /* print_full_bw_report(my_bw_rep, rem_bw_rep) */
             print_bw_line(stdout, mine.size, mine.iters, mine.bw_peak + peer.bw_peak,
                           mine.bw_avg + peer.bw_avg, mine.msg_rate_avg + peer.msg_rate_avg);
+            o.limits.saw(mine.bw_avg + peer.bw_avg, mine.msg_rate_avg + peer.msg_rate_avg);
             std::fflush(stdout);
         };
     auto print_peer_reports = [&](const oob::perftest::outcome &out) {
         if (kind != test_kind::bw || op == verb::send || !server || p.duplex) return;
         print_header();
-        for (const auto &r : out.remote_reports)
+        for (const auto &r : out.remote_reports) {
             print_bw_line(stdout, r.size, r.iters, r.bw_peak, r.bw_avg, r.msg_rate_avg);
+            o.limits.saw(r.bw_avg, r.msg_rate_avg);
+        }
     };
     if (o.rdma_cm) {
         /* create_rdma_cm_connection: the endpoint's QPs, each connected by
@@ -984,7 +1093,7 @@ int run_remote(options &o) {
          * QPs are still there, so each QP's counters show */
         if (o.counters) st->print_counters(stderr);
     }
-    return 0;
+    return limits_verdict(o);
 }
 
 } // namespace

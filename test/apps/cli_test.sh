@@ -13,6 +13,7 @@
 #              failed run and SIGTERM; one left by SIGKILL goes at the next start
 #   progress   uroce-perf's progress lines only on a terminal (script(1)'s pty)
 #   margin     -D with -f (perftest's --margin) counts the middle of the run only
+#   limits     -w/-y (perftest's verifier): exit 1 with its message, or 0
 # Usage: cli_test.sh UROCE_PERF UROCE_PINGPONG
 set -u
 perf=${1:?usage: $0 UROCE_PERF UROCE_PINGPONG}
@@ -89,6 +90,27 @@ usage "-R with UC" "-R runs RC and UD only (no -c UC)" "$perf" write_bw -R -c UC
 usage "-R in loopback" "-R is for runs against a peer" "$perf" write_bw -R --loopback
 usage "margin without -D" "-f (--margin) needs -D" "$perf" --loopback write_bw -f 1
 usage "margin too long" "-D must be longer than twice -f (--margin)" "$perf" --loopback write_bw -D 2 -f 1
+usage "-b latency" "-b (bidirectional) is for bw tests" "$perf" send_lat -b --vdev net_ring0 --ip 10.0.0.1/24
+usage "-b in loopback" "-b is for runs against a peer" "$perf" write_bw -b --loopback
+usage "post list lat" "-l (post_list) is for bw tests" "$perf" write_lat -l 4 --vdev net_ring0 --ip 10.0.0.1/24
+usage "post list -n" "-n must be a multiple of -l (post_list)" "$perf" --loopback write_bw -l 3 -n 100
+usage "post list -Q" "-l (post_list) must be a multiple of -Q (cq-mod)" "$perf" --loopback write_bw -l 4 -Q 3 -n 100
+usage "cq-mod range" "-Q/--cq-mod: '0' is not a number in 1..1024" "$perf" --loopback write_bw -Q 0
+usage "-S with -R" "with -R, rdma_cm sets it" "$perf" write_bw -R -S 1 --vdev net_ring0 --ip 10.0.0.1/24
+usage "bad limit" "'fast' is not a limit" "$perf" --loopback write_bw -w fast
+
+# -w/-y (perftest's verifier): exit 1 with perftest's message when no result
+# line reaches the limit, 0 when one does; the results are printed either way
+if run "limit not met" 1 "$perf" "${loop[@]}" -w 1000000000; then
+  if grep -q '^Error: BW result is below bw limit' "$tmp/err" && grep -q '^ 4096 *200 ' "$tmp/out"; then
+    ok "limit not met: $(head -1 "$tmp/err")"
+  else
+    bad "limit not met: no result line, or not perftest's message"
+  fi
+fi
+if run "limit met" 0 "$perf" "${loop[@]}" -w 0.001 -y 0.000001 && [ ! -s "$tmp/err" ]; then
+  ok "limit met: exit 0"
+fi
 
 # margin: -D 5 -f 2 counts the middle second only (perftest's --margin):
 # about a fifth of what -f 0 counts. The bound is three fifths: other tests
