@@ -35,8 +35,12 @@ void pause(app::stack &st, milliseconds d) {
         st.poll();
 }
 
-/* Resolve addr and route for id: ADDR_RESOLVED then ROUTE_RESOLVED. */
-std::string resolve(cm_events &ev, cm_id *id, const sockaddr *dst, clock::time_point deadline) {
+/* Resolve addr and route for id: ADDR_RESOLVED then ROUTE_RESOLVED. A
+ * TOS (-T) goes on the id between the two, as perftest's
+ * rdma_set_option(RDMA_OPTION_ID_TOS): the route's traffic class, which
+ * the REQ carries to the passive side and both QPs' paths take. */
+std::string resolve(cm_events &ev, cm_id *id, const sockaddr *dst, clock::time_point deadline,
+                    std::optional<uint8_t> tos) {
     if (verbs_error e = resolve_addr(id, nullptr, dst, resolve_timeout_ms); e != verbs_error::ok)
         return verr("rdma_resolve_addr", e);
     for (bool routed = false; !routed;) {
@@ -45,6 +49,7 @@ std::string resolve(cm_events &ev, cm_id *id, const sockaddr *dst, clock::time_p
         if (e.id != id) continue;
         switch (e.type) {
         case cm_event_type::addr_resolved:
+            if (tos) id->route.traffic_class = *tos;
             if (verbs_error r = resolve_route(id, resolve_timeout_ms); r != verbs_error::ok)
                 return verr("rdma_resolve_route", r);
             break;
@@ -228,7 +233,8 @@ control_channel::~control_channel() {
 
 std::unique_ptr<control_channel> control_channel::connect(app::stack &st, cm_service *cm,
                                                           const sockaddr *dst, milliseconds timeout,
-                                                          std::string &err) {
+                                                          std::string &err,
+                                                          std::optional<uint8_t> tos) {
     std::unique_ptr<control_channel> c(new control_channel(st, cm));
     if (!c->events_.ok()) {
         err = "rdma_create_event_channel failed";
@@ -249,7 +255,7 @@ std::unique_ptr<control_channel> control_channel::connect(app::stack &st, cm_ser
             err = verr("rdma_create_id", e);
             return nullptr;
         }
-        if (std::string r = resolve(c->events_, c->id_, dst, deadline); !r.empty())
+        if (std::string r = resolve(c->events_, c->id_, dst, deadline, tos); !r.empty())
             return give_up(r);
         if (err = c->setup_qp(c->id_); !err.empty()) return nullptr;
         /* rdma_client_connect: the comm test is a SEND test: no READ
@@ -481,7 +487,8 @@ std::string data_connections::wait_ud_hello(endpoint &ep, milliseconds timeout) 
 }
 
 std::string data_connections::connect(const sockaddr *dst, endpoint &ep, int num_qps,
-                                      const cm_conn_param &param, milliseconds timeout) {
+                                      const cm_conn_param &param, milliseconds timeout,
+                                      std::optional<uint8_t> tos) {
     if (!events_.ok()) return "rdma_create_event_channel failed";
     const auto deadline = clock::now() + timeout;
     std::string rejected; /* the last refusal: what to report when time runs out */
@@ -498,7 +505,7 @@ std::string data_connections::connect(const sockaddr *dst, endpoint &ep, int num
                                       ud ? rdma_port_space::udp : rdma_port_space::tcp);
             e != verbs_error::ok)
             return verr("rdma_create_id", e);
-        if (std::string err = resolve(events_, id, dst, deadline); !err.empty()) {
+        if (std::string err = resolve(events_, id, dst, deadline, tos); !err.empty()) {
             destroy_id(id);
             return give_up(i, err);
         }

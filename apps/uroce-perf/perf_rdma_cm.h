@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -88,7 +89,8 @@ class control_channel : public oob::perftest::message_channel {
      * as a listener may not be up yet, until timeout). */
     static std::unique_ptr<control_channel> connect(app::stack &st, cm_service *cm,
                                                     const sockaddr *dst, milliseconds timeout,
-                                                    std::string &err);
+                                                    std::string &err,
+                                                    std::optional<uint8_t> tos = {});
     /* Server: listen on port, accept the first request (waits for ever,
      * or until SIGINT). listening() runs once it listens. The listener
      * stays for the data connections (data_connections::accept): uroce's
@@ -144,8 +146,9 @@ class data_connections {
     /* Client: num_qps connections to dst, one after another; each QP is
      * created on ep's PD with ep's attributes and adopted by ep once
      * ESTABLISHED. A REJECT is retried every 100 ms until timeout. */
+    /* tos: perftest's -T, the traffic class of every connection's path */
     std::string connect(const sockaddr *dst, endpoint &ep, int num_qps, const cm_conn_param &param,
-                        milliseconds timeout);
+                        milliseconds timeout, std::optional<uint8_t> tos = {});
     /* Server: accept num_qps requests on the control connection's
      * listener (each adopted by ep at once, as perftest goes on after
      * rdma_accept), then stop listening. perftest's server listens anew on

@@ -92,8 +92,9 @@ struct options {
     bool all_sizes = false;
     bool report_gbits = false;
     bool loopback = false;
-    bool inline_given = false; /* -I */
-    bool cq_mod_given = false; /* -Q, or -l */
+    bool inline_given = false;  /* -I */
+    bool cq_mod_given = false;  /* -Q, or -l */
+    std::optional<uint8_t> tos; /* -T, with -R */
     int gidx = -1;
     uint16_t tcp_port = oob::default_port;
     std::string server;
@@ -263,6 +264,10 @@ int parse_args(int argc, char **argv, options &o) {
                               "the GRH's traffic class: the IP header's DSCP and ECN bits\n"
                               "(uroce sets ECT(0) unless --no-ecn)",
                               0, 255, [&o](long n) { o.p.traffic_class = uint8_t(n); }));
+    cl.add(app::number_option("tos", 'T', "value",
+                              "-R: the TOS of the rdma_cm connections (0..255): their\n"
+                              "path's traffic class, which the REQ carries to the server",
+                              0, 255, [&o](long n) { o.tos = uint8_t(n); }));
     cl.add({"limit_bw", 'w', "value",
             "exit 1 (\"BW result is below bw limit\") unless a result line's\n"
             "average bandwidth, in the printed unit, reaches value",
@@ -381,6 +386,8 @@ int parse_args(int argc, char **argv, options &o) {
     }
     if (cq_mod) o.p.cq_mod = *cq_mod;
     o.cq_mod_given = cq_mod.has_value();
+    /* perftest: " TOS only valid for rdma_cm based QP and RawEth QP" */
+    if (o.tos && !o.rdma_cm) return cl.usage_error("-T (tos) is for rdma_cm connections (-R)");
     /* With -R the CM makes the path (perftest sets the TOS with -T there) */
     if (o.rdma_cm && (o.p.sl || o.p.traffic_class))
         return cl.usage_error("-S and --tclass set the path of QPs uroce-perf connects itself;\n"
@@ -1009,7 +1016,7 @@ int run_remote(options &o) {
             const auto t = std::chrono::seconds(o.timeout_s);
             std::string e = cfg.side == oob::perftest::role::client
                                 ? data->connect(reinterpret_cast<sockaddr *>(&server_addr), *ep,
-                                                p.num_qps, cp, t)
+                                                p.num_qps, cp, t, o.tos)
                                 : data->accept(*control_, *ep, p.num_qps, cp, t);
             if (!e.empty()) return oob::make_error(oob::errc::callback, e);
             return ep->local_keys(our_gid);
@@ -1036,7 +1043,7 @@ int run_remote(options &o) {
             cfg.side == oob::perftest::role::client
                 ? control_channel::connect(*st, cm.get(),
                                            reinterpret_cast<sockaddr *>(&server_addr),
-                                           std::chrono::seconds(o.timeout_s), e)
+                                           std::chrono::seconds(o.timeout_s), e, o.tos)
                 : control_channel::accept(*st, cm.get(), family, o.tcp_port, waiting_banner, e,
                                           p.conn == qp_type::ud);
         if (!ch) return e;

@@ -97,6 +97,7 @@ usage "post list -n" "-n must be a multiple of -l (post_list)" "$perf" --loopbac
 usage "post list -Q" "-l (post_list) must be a multiple of -Q (cq-mod)" "$perf" --loopback write_bw -l 4 -Q 3 -n 100
 usage "cq-mod range" "-Q/--cq-mod: '0' is not a number in 1..1024" "$perf" --loopback write_bw -Q 0
 usage "-S with -R" "with -R, rdma_cm sets it" "$perf" write_bw -R -S 1 --vdev net_ring0 --ip 10.0.0.1/24
+usage "-T without -R" "-T (tos) is for rdma_cm connections (-R)" "$perf" write_bw -T 96 --vdev net_ring0 --ip 10.0.0.1/24
 usage "bad limit" "'fast' is not a limit" "$perf" --loopback write_bw -w fast
 
 # -w/-y (perftest's verifier): exit 1 with perftest's message when no result

@@ -20,7 +20,7 @@ pass=0 fail=0
 # -c UD (send: Q_Key, 40-byte GRH), inline sizes (-I) and the rx depth (-r);
 # then every test with -R, two QPs (two data connections), the bw tests both
 # ways at once (-b), post lists (-l), CQ moderation (-Q), no peak (-N), the
-# path's SL and traffic class (-S, --tclass) and IPv6 with -R; last a -R
+# path's SL and traffic class (-S, --tclass; -T with -R) and IPv6 with -R; last a -R
 # client to a port nobody listens on (REJ, reason 8).
 cases="send_bw write_bw read_bw atomic_bw send_lat write_lat read_lat atomic_lat
 send_bw:-c:UC write_bw:-c:UC send_lat:-c:UC write_lat:-c:UC
@@ -29,7 +29,7 @@ send_lat:-I:0 write_lat:-I:64 send_bw:-r:64:-n:200
 send_bw:-R write_bw:-R read_bw:-R atomic_bw:-R send_lat:-R write_lat:-R read_lat:-R atomic_lat:-R
 write_bw:-R:-q:2
 send_bw:-b write_bw:-b read_bw:-b atomic_bw:-b send_bw:-b:-c:UD:-s:2048 send_bw:-b:-R
-write_bw:-l:4:-Q:2 send_bw:-l:4 read_bw:-N:-Q:1 send_bw:-S:3:--tclass:32"
+write_bw:-l:4:-Q:2 send_bw:-l:4 read_bw:-N:-Q:1 send_bw:-S:3:--tclass:32 write_bw:-R:-T:96"
 # The sanitizer build runs one case per path (PERF_E2E_QUICK=1, from
 # meson): every opcode family, UC, UD, inline, the rdma_cm; the release
 # build runs them all. CI's ASan pass spent 85 s here.
