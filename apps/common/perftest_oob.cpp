@@ -356,6 +356,8 @@ result<void> validate(const config &c) {
                           "MTU must be an ibv_mtu enum 1..5, got " + std::to_string(c.mtu));
     if (c.duplex && c.kind == test_kind::lat)
         return make_error(errc::invalid, "bidirectional (-b) applies only to bw tests");
+    if (c.run_infinitely && (c.kind == test_kind::lat || c.run_all))
+        return make_error(errc::invalid, "run_infinitely applies to bw tests of one size");
     return {};
 }
 
@@ -657,6 +659,28 @@ result<outcome> run_sequence(session &s, const hooks &h) {
         if (auto r = hs0(st, "the post-RTR barrier"); !r) return r.err();
 
     const std::vector<uint64_t> sizes = sizes_for(c, o.params);
+
+    if (c.run_infinitely) {
+        /* send_bw.c / write_bw.c / read_bw.c / atomic_bw.c RUN_INFINITELY:
+         * the send tests post their receives and meet at a hand shake, the
+         * others go straight on (both sides with -b); then they run until
+         * stopped. A half-duplex write/read/atomic server sits at the
+         * end-of-test hand shake, which the client never reaches: the
+         * client's end (its socket closing) ends the run there. */
+        const milliseconds forever = std::chrono::hours(24 * 365 * 10);
+        const bool runs = c.test_verb == verb::send || c.duplex || client;
+        if (c.test_verb == verb::send) {
+            if (auto r = prepare(c.size); !r) return r.err();
+            if (auto r = hs0(tt, "the ready-to-send hand shake"); !r) return r.err();
+        }
+        if (runs) {
+            if (auto r = run_one(c.size); !r) return r.err();
+            return o;
+        }
+        auto r = s.hand_shake(local[0], forever, "the end of the client's run");
+        if (!r && r.code() != errc::peer_closed) return r.err();
+        return o;
+    }
 
     if (bw && c.test_verb == verb::send) {
         /* send_bw.c: RUN_ALL / RUN_REGULAR. Both sides run (client

@@ -134,12 +134,17 @@ struct config {
     role side = role::client;
     verb test_verb = verb::write;
     test_kind kind = test_kind::bw;
-    int num_qps = 1;              /* -q */
-    bool duplex = false;          /* -b, bw tests only */
-    bool run_all = false;         /* -a */
-    uint64_t size = 65536;        /* -s; handed to the hooks when not run_all */
-    bool ud = false;              /* -c UD: run_all sizes of send tests stop at the MTU */
-    bool duration = false;        /* -D: send_bw duplex skips the reports */
+    int num_qps = 1;       /* -q */
+    bool duplex = false;   /* -b, bw tests only */
+    bool run_all = false;  /* -a */
+    uint64_t size = 65536; /* -s; handed to the hooks when not run_all */
+    bool ud = false;       /* -c UD: run_all sizes of send tests stop at the MTU */
+    bool duration = false; /* -D: send_bw duplex skips the reports */
+    /* --run_infinitely (bw, one size): after the ready hand shake the sides
+     * run until stopped, and no exchange follows (the stock tools end by a
+     * signal); a write/read/atomic server waits for the client's end with
+     * no time limit, and the client's closing the connection ends its run */
+    bool run_infinitely = false;
     bool report_per_port = false; /* --report-per-port */
     key_format keys = key_format::gid;
     std::string version = std::string(default_version); /* advertised; must be in [5.70, 6.28) */

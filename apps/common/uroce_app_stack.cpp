@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "uroce_app_stack.h"
 
+#include "uroce_oob.h"
+
 #include <cctype>
 #include <csignal>
 #include <cstdio>
@@ -128,6 +130,8 @@ void install_signal_handlers() {
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
     std::signal(SIGUSR1, on_signal);
+    /* the out-of-band exchanges' waits end on them too */
+    oob::set_cancel_flag(&stop_requested);
 }
 
 std::unique_ptr<stack> stack::create(const stack_options &o, std::string &err) {

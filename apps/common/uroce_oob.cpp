@@ -48,15 +48,27 @@ std::string host_port_text(std::string_view host, uint16_t port) {
     return h + ":" + std::to_string(port);
 }
 
+std::atomic<const std::atomic<bool> *> g_cancel{nullptr};
+
 /* poll() one fd for `events`, restarting on EINTR, never past `dl`.
- * Returns >0 ready, 0 timeout, -1 error (errno set). */
+ * Returns >0 ready, 0 timeout, -1 error (errno set; ECANCELED: the cancel
+ * flag went up). */
 int poll_one(int fd, short events, const deadline &dl, short *revents) {
+    const std::atomic<bool> *cancel = g_cancel.load();
     for (;;) {
         milliseconds rem = dl.remaining();
         if (rem.count() < 0) rem = milliseconds(0);
+        /* in steps: a long wait (--run_infinitely's server) is more than
+         * poll() takes, and the cancel flag needs a look now and then */
+        const milliseconds step =
+            std::min(rem, cancel ? milliseconds(100) : milliseconds(std::chrono::hours(1)));
         pollfd p{fd, events, 0};
-        int r = ::poll(&p, 1, static_cast<int>(rem.count()));
-        if (r < 0 && errno == EINTR) {
+        int r = ::poll(&p, 1, static_cast<int>(step.count()));
+        if (cancel && cancel->load()) {
+            errno = ECANCELED;
+            return -1;
+        }
+        if ((r < 0 && errno == EINTR) || (r == 0 && step < rem)) {
             if (dl.expired()) return 0;
             continue;
         }
@@ -65,14 +77,26 @@ int poll_one(int fd, short events, const deadline &dl, short *revents) {
     }
 }
 
+/* A failed poll_one (errno set), during `when`. */
+error poll_failure(const std::string &when) {
+    if (errno == ECANCELED) return error{errc::cancelled, "interrupted " + when};
+    return error{errc::io, "poll failed " + when + ": " + errno_text(errno)};
+}
+
 std::string progress(size_t got, size_t want) {
     return "(got " + std::to_string(got) + " of " + std::to_string(want) + " bytes)";
 }
 
 } // namespace
 
+void set_cancel_flag(const std::atomic<bool> *flag) {
+    g_cancel.store(flag);
+}
+
 const char *errc_name(errc c) {
     switch (c) {
+    case errc::cancelled:
+        return "cancelled";
     case errc::resolve:
         return "resolve";
     case errc::connect:
@@ -183,9 +207,7 @@ result<void> tcp_socket::read_exact(std::span<uint8_t> buf, milliseconds timeout
             return make_error(errc::timeout, "timed out after " + format_duration(timeout) +
                                                  " waiting for " + std::string(what) + " " +
                                                  progress(got, buf.size()));
-        if (r < 0)
-            return make_error(errc::io,
-                              "poll failed during " + std::string(what) + ": " + errno_text(errno));
+        if (r < 0) return poll_failure("during " + std::string(what));
         /* POLLHUP/POLLERR: the next recv() reports EOF or the error. */
     }
     return {};
@@ -218,9 +240,7 @@ result<void> tcp_socket::write_all(std::span<const uint8_t> buf, milliseconds ti
         if (r == 0)
             return make_error(errc::timeout, "timed out after " + format_duration(timeout) +
                                                  " sending " + std::string(what));
-        if (r < 0)
-            return make_error(errc::io,
-                              "poll failed during " + std::string(what) + ": " + errno_text(errno));
+        if (r < 0) return poll_failure("during " + std::string(what));
     }
     return {};
 }
@@ -294,6 +314,11 @@ result<tcp_socket> connect_tcp(std::string_view host, uint16_t port, millisecond
                     e = ETIMEDOUT;
                 } else if (p < 0) {
                     e = errno;
+                    if (e == ECANCELED) {
+                        ::close(fd);
+                        freeaddrinfo(res);
+                        return poll_failure("while connecting to " + where);
+                    }
                 } else {
                     socklen_t len = sizeof e;
                     if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &len) != 0) e = errno;
@@ -429,7 +454,7 @@ result<tcp_socket> tcp_listener::accept(milliseconds timeout) {
             return make_error(errc::timeout, "timed out after " + format_duration(timeout) +
                                                  " waiting for a client to connect on port " +
                                                  std::to_string(port_));
-        if (r < 0) return make_error(errc::io, "poll failed while accepting: " + errno_text(errno));
+        if (r < 0) return poll_failure("while accepting");
     }
 }
 

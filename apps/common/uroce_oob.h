@@ -12,6 +12,7 @@
 #define UROCE_APPS_OOB_H
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -44,9 +45,16 @@ enum class errc {
     incompatible, /* well-formed but unusable (e.g. perftest version too old) */
     callback,     /* an application hook reported a failure */
     invalid,      /* bad arguments from the caller */
+    cancelled,    /* the cancel flag went up during a wait (set_cancel_flag) */
 };
 
 const char *errc_name(errc c);
+
+/* Every wait here also ends, with errc::cancelled, once *flag is true (the
+ * apps' SIGINT/SIGTERM flag): a wait that may last for hours (a
+ * --run_infinitely server) still ends on Ctrl-C. Waits look at the flag
+ * every 100 ms. Null: no flag (the default). */
+void set_cancel_flag(const std::atomic<bool> *flag);
 
 struct error {
     errc code = errc::io;

@@ -325,6 +325,12 @@ std::string endpoint::run_bw(uint64_t size, bw_result &out,
     return bw_loop(size, bw_mode{}, out, on_progress);
 }
 
+std::string endpoint::run_bw_forever(uint64_t size,
+                                     const std::function<void(const bw_result &)> &report) {
+    bw_result out;
+    return bw_loop(size, bw_mode{.on_interval = &report}, out, [](double) {});
+}
+
 std::string endpoint::run_bi_send(uint64_t size, bool server, bw_result &out) {
     return bw_loop(size, bw_mode{.receive = true, .wait_first_receive = server}, out,
                    [](double) {});
@@ -347,8 +353,10 @@ std::string endpoint::bw_loop(uint64_t size, bw_mode mode, bw_result &out,
         }
     }
     std::vector<uint64_t> posted(nq, 0), done(nq, 0), since_signal(nq, 0);
-    const bool timed = p_.duration_s > 0;
-    const uint64_t per_qp = timed ? UINT64_MAX : p_.iters;
+    /* --run_infinitely: a line every -D seconds until stopped */
+    const bool forever = mode.on_interval != nullptr;
+    const bool timed = p_.duration_s > 0 && !forever;
+    const uint64_t per_qp = timed || forever ? UINT64_MAX : p_.iters;
     /* perftest keeps at most tx_depth WRs in flight per QP; READs and atomics
      * are further bounded by max_rd_atomic inside the transport. */
     const uint64_t depth = p_.tx_depth;
@@ -358,7 +366,8 @@ std::string endpoint::bw_loop(uint64_t size, bw_mode mode, bw_result &out,
     double sample_cpu0 = cpu0, sample_cpu1 = 0;
     auto last_report = t0;
     /* perftest measures no peak in -D runs nor above 20000 iterations. */
-    peak_meter peak(!timed && !p_.no_peak && p_.iters <= peak_max_iters, timed ? 0 : p_.iters * nq);
+    peak_meter peak(!timed && !forever && !p_.no_peak && p_.iters <= peak_max_iters,
+                    timed ? 0 : p_.iters * nq);
     auto since_t0 = [&t0](clock::time_point t) {
         return std::chrono::duration<double>(t - t0).count();
     };
@@ -367,6 +376,9 @@ std::string endpoint::bw_loop(uint64_t size, bw_mode mode, bw_result &out,
      * the peer's messages received too (run_iter_bi counts both) */
     auto counted = [&] { return total_done + (mode.receive ? received : 0); };
     clock::time_point all_sent{}; /* -n: when the last of this side's WRs completed */
+    const auto interval = std::chrono::duration<double>(p_.duration_s);
+    clock::time_point interval_t0 = t0;
+    uint64_t interval_done0 = 0;
     bool stopping = false;
     /* -f: the sample window [margin, duration - margin] (perftest's
      * SAMPLE_STATE); without -D or -f it is the whole run */
@@ -425,6 +437,21 @@ std::string endpoint::bw_loop(uint64_t size, bw_mode mode, bw_result &out,
             total_done += wr_covered(wcs[i].wr_id);
             peak.completed(since_t0(now), wr_covered(wcs[i].wr_id));
             if (!timed && total_done == p_.iters * nq) all_sent = now;
+        }
+        if (forever) {
+            if (app::stop_requested.load()) break; /* the end of such a run */
+            if (now - interval_t0 >= interval) {
+                bw_result r;
+                r.size = size;
+                r.iters = counted() - interval_done0;
+                r.seconds = std::chrono::duration<double>(now - interval_t0).count();
+                r.bw_avg_bytes_s = double(r.iters) * double(size) / r.seconds;
+                r.msg_rate_mpps = double(r.iters) / r.seconds / 1e6;
+                (*mode.on_interval)(r);
+                interval_t0 = now;
+                interval_done0 = counted();
+            }
+            continue;
         }
         if (now - last_report > std::chrono::milliseconds(200)) {
             last_report = now;
@@ -506,7 +533,8 @@ std::string endpoint::bw_loop(uint64_t size, bw_mode mode, bw_result &out,
     return {};
 }
 
-std::string endpoint::serve_send_bw(uint64_t size, uint64_t iters, bw_result &out) {
+std::string endpoint::serve_send_bw(uint64_t size, uint64_t iters, bw_result &out,
+                                    const std::function<void(const bw_result &)> &report) {
     /* perftest's receiver (run_iter_bw_server) times its own receive
      * completions, from the first to the last, and prints that report. It
      * measures no peak (perftest forces noPeak on a send_bw server without
@@ -514,11 +542,15 @@ std::string endpoint::serve_send_bw(uint64_t size, uint64_t iters, bw_result &ou
      * receives, as uroce printed before (103 MB/s beside an average of 2.1),
      * only shows how fast the retransmitted messages that had piled up in
      * flight completed after a stall. */
-    const uint64_t want = iters * qps_.size();
+    const bool forever = bool(report);
+    const uint64_t want = forever ? UINT64_MAX : iters * qps_.size();
     uint64_t got = 0;
     wc wcs[32];
     auto last = clock::now();
     clock::time_point first{};
+    const auto interval = std::chrono::duration<double>(p_.duration_s);
+    auto interval_t0 = last;
+    uint64_t interval_got0 = 0;
     while (got < want) {
         progress_();
         int n = poll_cqs(32, wcs);
@@ -529,9 +561,25 @@ std::string endpoint::serve_send_bw(uint64_t size, uint64_t iters, bw_result &ou
             if (std::string e = take_receives(wcs, n, received); !e.empty()) return e;
             if (received && got == 0) first = last;
             got += received;
-        } else if (clock::now() - last > std::chrono::seconds(10)) {
+        } else if (!forever && clock::now() - last > std::chrono::seconds(10)) {
             return "no message for 10 s (" + std::to_string(got) + " of " + std::to_string(want) +
                    " received)";
+        }
+        if (forever) {
+            if (app::stop_requested.load()) return {}; /* the end of such a run */
+            const auto now = n ? last : clock::now();
+            if (now - interval_t0 >= interval) {
+                bw_result r;
+                r.size = size;
+                r.iters = got - interval_got0;
+                r.seconds = std::chrono::duration<double>(now - interval_t0).count();
+                r.bw_avg_bytes_s = double(r.iters) * double(size) / r.seconds;
+                r.msg_rate_mpps = double(r.iters) / r.seconds / 1e6;
+                report(r);
+                interval_t0 = now;
+                interval_got0 = got;
+            }
+            continue;
         }
         if (app::stop_requested.load()) return "interrupted";
     }

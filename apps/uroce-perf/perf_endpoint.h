@@ -37,18 +37,19 @@ struct perf_params {
      * every QP's buffers and queues) and the drain stay out of the rate */
     double margin_s = 0;
     mtu path_mtu = mtu::mtu_4096;
-    uint32_t tx_depth = 128;    /* perftest's default -t */
-    uint32_t rx_depth = 512;    /* perftest's default -r */
-    uint32_t cq_mod = 100;      /* -Q (perftest's default): one signaled WR per this many */
-    uint32_t post_list = 1;     /* -l: WRs per post_send in bw tests */
-    bool no_peak = false;       /* -N */
-    uint8_t sl = 0;             /* -S */
-    uint8_t traffic_class = 0;  /* --tclass: the GRH's (the IP header's DSCP and ECN bits) */
-    uint8_t out_reads = 16;     /* max_rd_atomic for READ/atomic */
-    uint8_t qp_timeout = 14;    /* -u: local ACK timeout, 4.096 us x 2^u */
-    qp_type conn = qp_type::rc; /* -c RC, UC (send/write) or UD (send) */
-    uint32_t inline_size = 0;   /* -I: SENDs and WRITEs up to this size go inline */
-    bool duplex = false;        /* -b: bw tests in both directions at once */
+    uint32_t tx_depth = 128;     /* perftest's default -t */
+    uint32_t rx_depth = 512;     /* perftest's default -r */
+    uint32_t cq_mod = 100;       /* -Q (perftest's default): one signaled WR per this many */
+    uint32_t post_list = 1;      /* -l: WRs per post_send in bw tests */
+    bool no_peak = false;        /* -N */
+    bool run_infinitely = false; /* --run_infinitely: a line every duration_s, until stopped */
+    uint8_t sl = 0;              /* -S */
+    uint8_t traffic_class = 0;   /* --tclass: the GRH's (the IP header's DSCP and ECN bits) */
+    uint8_t out_reads = 16;      /* max_rd_atomic for READ/atomic */
+    uint8_t qp_timeout = 14;     /* -u: local ACK timeout, 4.096 us x 2^u */
+    qp_type conn = qp_type::rc;  /* -c RC, UC (send/write) or UD (send) */
+    uint32_t inline_size = 0;    /* -I: SENDs and WRITEs up to this size go inline */
+    bool duplex = false;         /* -b: bw tests in both directions at once */
     /* bytes of each half of a QP's buffer (target, source): the largest
      * message of the run, and against perftest at least its cycle_buffer */
     uint64_t max_size = 65536;
@@ -127,9 +128,17 @@ class endpoint {
      * window. The server sends from its first receive on, as perftest's
      * ("SERVER will not start to send packets before CLIENT start the test"). */
     std::string run_bi_send(uint64_t size, bool server, bw_result &out);
+    /* --run_infinitely (perftest's run_iter_bw_infinitely): run_bw until a
+     * stop request (SIGINT, SIGTERM: the run's normal end), handing report
+     * each -D seconds' figures, without peak. */
+    std::string run_bw_forever(uint64_t size, const std::function<void(const bw_result &)> &report);
     /* The responder of a SEND bw test counts receives until `iters` per QP
-     * arrived (or stop) and measures them as perftest's receiver does. */
-    std::string serve_send_bw(uint64_t size, uint64_t iters, bw_result &out);
+     * arrived (or stop) and measures them as perftest's receiver does. With
+     * report (--run_infinitely: run_iter_bw_infinitely_server) it receives
+     * until a stop request, however long the sender is silent, and hands
+     * report each -D seconds' figures. */
+    std::string serve_send_bw(uint64_t size, uint64_t iters, bw_result &out,
+                              const std::function<void(const bw_result &)> &report = {});
     /* Non-blocking service of the passive side of a run on the same thread
      * (the loopback run): repost receives as SEND messages consume them. */
     std::string service();
@@ -161,6 +170,9 @@ class endpoint {
     struct bw_mode {
         bool receive = false;            /* repost and count the peer's SENDs */
         bool wait_first_receive = false; /* post nothing before the first one */
+        /* --run_infinitely: no end but a stop request; this gets every -D
+         * seconds' figures */
+        const std::function<void(const bw_result &)> *on_interval = nullptr;
     };
     std::string bw_loop(uint64_t size, bw_mode mode, bw_result &out,
                         const std::function<void(double)> &on_progress);

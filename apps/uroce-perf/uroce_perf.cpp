@@ -153,7 +153,7 @@ int limits_verdict(const options &o) {
  * iterations, and on the receiving side of send_bw without -b. */
 void warn_no_peak(const perf_params &p, test_kind kind, bool send_bw_server) {
     if (kind == test_kind::bw && !p.no_peak &&
-        (p.duration_s > 0 || p.iters > peak_max_iters || send_bw_server))
+        (p.duration_s > 0 || p.iters > peak_max_iters || send_bw_server || p.run_infinitely))
         std::printf(" WARNING: BW peak won't be measured in this run.\n");
 }
 
@@ -264,6 +264,11 @@ int parse_args(int argc, char **argv, options &o) {
                               "the GRH's traffic class: the IP header's DSCP and ECN bits\n"
                               "(uroce sets ECT(0) unless --no-ecn)",
                               0, 255, [&o](long n) { o.p.traffic_class = uint8_t(n); }));
+    bool run_infinitely = false;
+    cl.add(app::flag_option("run_infinitely", 0,
+                            "bw tests against a peer: run until SIGINT/SIGTERM, a result\n"
+                            "line every -D seconds (default 5), no peak",
+                            run_infinitely));
     cl.add(app::number_option("tos", 'T', "value",
                               "-R: the TOS of the rdma_cm connections (0..255): their\n"
                               "path's traffic class, which the REQ carries to the server",
@@ -328,12 +333,28 @@ int parse_args(int argc, char **argv, options &o) {
     }
     const bool lat = o.tests[0].second == test_kind::lat;
     o.p.iters = t.iters ? *t.iters : lat ? 1000 : 5000;
+    /* perftest's checks and settings for --run_infinitely (force_dependecies):
+     * a duration run without a margin or peak, -D the report interval
+     * (DEF_DURATION, 5 s) */
+    if (run_infinitely) {
+        if (lat) return cl.usage_error("--run_infinitely is for bw tests");
+        if (o.loopback) return cl.usage_error("--run_infinitely is for runs against a peer");
+        if (o.all_sizes) return cl.usage_error("--run_infinitely runs one size (no -a)");
+        if (o.p.duplex && o.tests[0].first == verb::send)
+            return cl.usage_error("--run_infinitely does not run -b send_bw (perftest neither)");
+        if (margin) return cl.usage_error("--run_infinitely reports every -D seconds (no -f)");
+        o.p.run_infinitely = true;
+        if (o.p.duration_s == 0) o.p.duration_s = 5;
+    }
     /* perftest's margin (2 s by default) keeps the warm-up and the drain out
      * of a -D rate, and refuses -D <= 2 x margin; here the default applies
      * where perftest's would work (-D over 4), so short runs keep counting
      * the whole run as before */
     if (margin && o.p.duration_s == 0) return cl.usage_error("-f (--margin) needs -D");
-    o.p.margin_s = margin ? double(*margin) : o.p.duration_s > 4 ? 2.0 : 0.0;
+    o.p.margin_s = margin               ? double(*margin)
+                   : o.p.run_infinitely ? 0.0
+                   : o.p.duration_s > 4 ? 2.0
+                                        : 0.0;
     if (o.p.duration_s > 0 && o.p.duration_s <= 2 * o.p.margin_s)
         return cl.usage_error("-D must be longer than twice -f (--margin)");
     /* -c: perftest refuses UC for READ/atomic and UD for all but SEND. */
@@ -842,6 +863,7 @@ int run_remote(options &o) {
     cfg.num_qps = p.num_qps;
     cfg.run_all = o.all_sizes;
     cfg.duplex = p.duplex;
+    cfg.run_infinitely = p.run_infinitely;
     cfg.size = o.sizes[0];
     cfg.duration = p.duration_s > 0;
     cfg.mtu = int(o.p.path_mtu > st->max_mtu() ? st->max_mtu() : o.p.path_mtu);
@@ -946,6 +968,19 @@ int run_remote(options &o) {
             print_header();
             const uint64_t sz = op == verb::atomic ? 8 : size;
             if (kind == test_kind::bw) {
+                if (p.run_infinitely) {
+                    /* print_bw_infinite_mode: a line per -D seconds until
+                     * stopped, the end of such a run (no report after) */
+                    auto line = [&](const bw_result &r) {
+                        print_bw_line(stdout, r, o.report_gbits);
+                        o.limits.saw(bw_in_report_units(r.bw_avg_bytes_s, o.report_gbits),
+                                     r.msg_rate_mpps);
+                        std::fflush(stdout);
+                    };
+                    bw_result unused;
+                    return op == verb::send && server ? ep->serve_send_bw(sz, 0, unused, line)
+                                                      : ep->run_bw_forever(sz, line);
+                }
                 bw_result r;
                 std::string e2 = p.duplex && op == verb::send ? ep->run_bi_send(sz, server, r)
                                  : server && !p.duplex        ? ep->serve_send_bw(sz, p.iters, r)

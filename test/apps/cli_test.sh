@@ -97,6 +97,9 @@ usage "post list -n" "-n must be a multiple of -l (post_list)" "$perf" --loopbac
 usage "post list -Q" "-l (post_list) must be a multiple of -Q (cq-mod)" "$perf" --loopback write_bw -l 4 -Q 3 -n 100
 usage "cq-mod range" "-Q/--cq-mod: '0' is not a number in 1..1024" "$perf" --loopback write_bw -Q 0
 usage "-S with -R" "with -R, rdma_cm sets it" "$perf" write_bw -R -S 1 --vdev net_ring0 --ip 10.0.0.1/24
+usage "infinite latency" "--run_infinitely is for bw tests" "$perf" send_lat --run_infinitely --vdev net_ring0 --ip 10.0.0.1/24
+usage "infinite loopback" "--run_infinitely is for runs against a peer" "$perf" --loopback write_bw --run_infinitely
+usage "infinite -b send" "--run_infinitely does not run -b send_bw" "$perf" send_bw -b --run_infinitely --vdev net_ring0 --ip 10.0.0.1/24
 usage "-T without -R" "-T (tos) is for rdma_cm connections (-R)" "$perf" write_bw -T 96 --vdev net_ring0 --ip 10.0.0.1/24
 usage "bad limit" "'fast' is not a limit" "$perf" --loopback write_bw -w fast
 

@@ -103,6 +103,43 @@ for c in $cases; do
   fi
 done
 
+# --run_infinitely -D 1: a result line a second until SIGINT, which ends the
+# run with exit 0; the write_bw server ends when the client closes its
+# connection, the send_bw server (which prints its own lines) at its SIGINT.
+for t in write_bw send_bw; do
+  sock=$tmp/inf_$t.sock
+  "$bin" $eal0 $t --vdev "net_memif0,role=server,id=0,socket=$sock,socket-abstract=no" \
+    --ip 10.77.0.1/24 --mac 02:00:00:00:00:01 -s 4096 -p 18700 --run_infinitely -D 1 >"$tmp/inf_$t.srv" 2>&1 &
+  spid=$!
+  for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
+  "$bin" $eal1 $t --vdev "net_memif0,role=client,id=0,socket=$sock,socket-abstract=no" \
+    --ip 10.77.0.2/24 --mac 02:00:00:00:00:02 -s 4096 -p 18700 --run_infinitely -D 1 127.0.0.1 \
+    >"$tmp/inf_$t.cli" 2>&1 &
+  cpid=$!
+  # two lines at least: the link, the exchange and two seconds
+  for _ in $(seq 150); do
+    [ "$(grep -cE '^ 4096 +[0-9]+ ' "$tmp/inf_$t.cli")" -ge 2 ] && break
+    sleep 0.1
+  done
+  kill -INT $cpid
+  wait $cpid
+  crc=$?
+  [ $t = send_bw ] && kill -INT $spid
+  timeout 20 tail --pid=$spid -f /dev/null
+  wait $spid
+  src=$?
+  lines=$(grep -cE '^ 4096 +[1-9][0-9]* +0.00 ' "$tmp/inf_$t.cli")
+  if [ $crc -eq 0 ] && [ $src -eq 0 ] && [ "$lines" -ge 2 ]; then
+    echo "PASS $t --run_infinitely: $lines lines, both sides exit 0"
+    pass=$((pass + 1))
+  else
+    echo "FAIL $t --run_infinitely (server rc $src, client rc $crc, $lines lines)"
+    grep -v "^EAL" "$tmp/inf_$t.cli" | sed 's/^/  client: /' | tail -8
+    grep -v "^EAL" "$tmp/inf_$t.srv" | sed 's/^/  server: /' | tail -8
+    fail=$((fail + 1))
+  fi
+done
+
 # -R over IPv6 addresses: rdma_cm's IP header and the GIDs of IPv6
 sock=$tmp/ipv6.sock
 timeout 60 "$bin" $eal0 read_bw -R --vdev "net_memif0,role=server,id=0,socket=$sock,socket-abstract=no" \

@@ -988,3 +988,65 @@ TEST(perftest_errors, rdma_cm_needs_connect_cm) {
     EXPECT_EQ(r.code(), errc::invalid);
     EXPECT_TRUE(pipe.sizes.empty()); /* refused before sending anything */
 }
+
+/* --run_infinitely (send_bw.c, write_bw.c ... RUN_INFINITELY): the send test
+ * posts its receives and meets at the ready hand shake, the others go
+ * straight to the run (both sides with -b); each side's run is its last
+ * step (no reports, no close); a half-duplex server waits for the client's
+ * end, which its closing the connection is, and that is a success. */
+TEST(perftest_loopback, run_infinitely) {
+    struct inf_case {
+        pt::verb v;
+        bool duplex;
+    };
+    for (const inf_case ic : {inf_case{pt::verb::send, false}, inf_case{pt::verb::write, false},
+                              inf_case{pt::verb::read, false}, inf_case{pt::verb::atomic, false},
+                              inf_case{pt::verb::write, true}}) {
+        SCOPED_TRACE(pt::test_name(ic.v, pt::test_kind::bw) + (ic.duplex ? " -b" : ""));
+        pt::config base;
+        base.test_verb = ic.v;
+        base.kind = pt::test_kind::bw;
+        base.duplex = ic.duplex;
+        base.run_infinitely = true;
+        base.size = ic.v == pt::verb::atomic ? 8 : 4096;
+        base.timeout = 2s;
+        base.test_timeout = 2s;
+        pt::config sc = base, cc = base;
+        sc.side = pt::role::server;
+        cc.side = pt::role::client;
+        auto l = tcp_listener::listen("127.0.0.1", 0);
+        ASSERT_TRUE(l) << l.message();
+        side_stats sst, cst;
+        result<pt::outcome> so = make_error(errc::io, "not run");
+        std::thread srv([&] {
+            auto s = pt::session::accept(*l, sc, 2s);
+            if (!s) {
+                so = s.err();
+                return;
+            }
+            so = pt::run(*s, make_hooks(false, sc, sst));
+        });
+        result<pt::outcome> co = make_error(errc::io, "not run");
+        {
+            auto cs = pt::session::connect("127.0.0.1", l->port(), cc);
+            co = cs ? pt::run(*cs, make_hooks(true, cc, cst)) : result<pt::outcome>(cs.err());
+        } /* the client's end closes its connection */
+        srv.join();
+        ASSERT_TRUE(co) << co.message();
+        ASSERT_TRUE(so) << so.message();
+        const bool server_runs = ic.v == pt::verb::send || ic.duplex;
+        EXPECT_EQ(cst.runs, 1);
+        EXPECT_EQ(sst.runs, server_runs ? 1 : 0);
+        EXPECT_EQ(cst.prepares, ic.v == pt::verb::send ? 1 : 0);
+        EXPECT_EQ(co->hand_shakes, so->hand_shakes);
+        EXPECT_TRUE(co->remote_reports.empty());
+        EXPECT_TRUE(so->remote_reports.empty());
+        EXPECT_TRUE(cst.exchanged.empty());
+    }
+    pt::config lat;
+    lat.kind = pt::test_kind::lat;
+    lat.run_infinitely = true;
+    auto v = pt::validate(lat);
+    ASSERT_FALSE(v);
+    EXPECT_EQ(v.message(), "run_infinitely applies to bw tests of one size");
+}

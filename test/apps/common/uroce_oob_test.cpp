@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -207,4 +208,57 @@ TEST(uroce_oob, errors_on_closed_socket) {
     ASSERT_FALSE(r);
     EXPECT_EQ(r.code(), errc::invalid);
     EXPECT_STREQ(errc_name(errc::peer_closed), "peer_closed");
+}
+
+/* set_cancel_flag: a wait far longer than the test (an hour, as a
+ * --run_infinitely server's) ends with errc::cancelled soon after the flag
+ * goes up; each kind of wait (read, accept). */
+TEST(uroce_oob, cancel_flag_ends_long_waits) {
+    std::atomic<bool> stop{false};
+    set_cancel_flag(&stop);
+    auto p = make_pair();
+    std::thread raiser([&] {
+        std::this_thread::sleep_for(150ms);
+        stop.store(true);
+    });
+    uint8_t in[52];
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = p.server.read_exact(in, std::chrono::hours(1), "the end of the client's run");
+    const long ms = elapsed_ms(t0);
+    raiser.join();
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.code(), errc::cancelled);
+    EXPECT_EQ(r.message(), "interrupted during the end of the client's run");
+    EXPECT_GE(ms, 100);
+    EXPECT_LT(ms, 5000);
+    /* still up: every wait ends at once */
+    auto l = tcp_listener::listen("127.0.0.1", 0);
+    ASSERT_TRUE(l) << l.message();
+    auto s = l->accept(std::chrono::hours(1));
+    ASSERT_FALSE(s);
+    EXPECT_EQ(s.code(), errc::cancelled);
+    EXPECT_EQ(s.message(), "interrupted while accepting");
+    set_cancel_flag(nullptr);
+    /* without a flag, waits run to their deadline as before */
+    auto t1 = std::chrono::steady_clock::now();
+    auto s2 = l->accept(200ms);
+    ASSERT_FALSE(s2);
+    EXPECT_EQ(s2.code(), errc::timeout);
+    EXPECT_GE(elapsed_ms(t1), 150);
+}
+
+/* A wait longer than poll() takes in one call (its int milliseconds): still
+ * bounded by its deadline, in steps, and data that arrives ends it. */
+TEST(uroce_oob, very_long_deadline_still_reads) {
+    auto p = make_pair();
+    std::thread writer([&] {
+        std::this_thread::sleep_for(100ms);
+        const uint8_t msg[4] = {1, 2, 3, 4};
+        (void)p.client.write_all(msg, 1s, "x");
+    });
+    uint8_t in[4];
+    auto r = p.server.read_exact(in, std::chrono::hours(24 * 365 * 10), "the message");
+    writer.join();
+    ASSERT_TRUE(r) << r.message();
+    EXPECT_EQ(in[3], 4);
 }
