@@ -468,6 +468,31 @@ pt::hooks make_hooks(bool client, const pt::config &c, side_stats &st) {
     return h;
 }
 
+/* One exchange over 127.0.0.1: the server (sc) on a thread, the client
+ * (cc) here; the client's session closes before the server is joined (a
+ * --run_infinitely server waits for that). */
+struct pair_outcome {
+    result<pt::outcome> server = make_error(errc::io, "not run");
+    result<pt::outcome> client = make_error(errc::io, "not run");
+};
+pair_outcome run_pair(const pt::config &sc, const pt::config &cc, side_stats &sst,
+                      side_stats &cst) {
+    pair_outcome o;
+    auto l = tcp_listener::listen("127.0.0.1", 0);
+    EXPECT_TRUE(l) << l.message();
+    if (!l) return o;
+    std::thread srv([&] {
+        auto s = pt::session::accept(*l, sc, 2s);
+        o.server = s ? pt::run(*s, make_hooks(false, sc, sst)) : result<pt::outcome>(s.err());
+    });
+    {
+        auto cs = pt::session::connect("127.0.0.1", l->port(), cc);
+        o.client = cs ? pt::run(*cs, make_hooks(true, cc, cst)) : result<pt::outcome>(cs.err());
+    }
+    srv.join();
+    return o;
+}
+
 struct loop_case {
     pt::verb v;
     pt::test_kind k;
@@ -523,25 +548,8 @@ TEST(perftest_loopback, every_test_kind) {
         cc.mtu = 5;
         cc.cycle_buffer = 65536;
 
-        auto l = tcp_listener::listen("127.0.0.1", 0);
-        ASSERT_TRUE(l) << l.message();
         side_stats sst, cst;
-        result<pt::outcome> so = make_error(errc::io, "not run");
-        std::thread srv([&] {
-            auto s = pt::session::accept(*l, sc, 2s);
-            if (!s) {
-                so = s.err();
-                return;
-            }
-            so = pt::run(*s, make_hooks(false, sc, sst));
-        });
-        result<pt::outcome> co = make_error(errc::io, "not run");
-        auto cs = pt::session::connect("127.0.0.1", l->port(), cc);
-        if (cs)
-            co = pt::run(*cs, make_hooks(true, cc, cst));
-        else
-            co = cs.err();
-        srv.join();
+        auto [so, co] = run_pair(sc, cc, sst, cst);
         ASSERT_TRUE(co) << co.message();
         ASSERT_TRUE(so) << so.message();
 
@@ -1014,24 +1022,8 @@ TEST(perftest_loopback, run_infinitely) {
         pt::config sc = base, cc = base;
         sc.side = pt::role::server;
         cc.side = pt::role::client;
-        auto l = tcp_listener::listen("127.0.0.1", 0);
-        ASSERT_TRUE(l) << l.message();
         side_stats sst, cst;
-        result<pt::outcome> so = make_error(errc::io, "not run");
-        std::thread srv([&] {
-            auto s = pt::session::accept(*l, sc, 2s);
-            if (!s) {
-                so = s.err();
-                return;
-            }
-            so = pt::run(*s, make_hooks(false, sc, sst));
-        });
-        result<pt::outcome> co = make_error(errc::io, "not run");
-        {
-            auto cs = pt::session::connect("127.0.0.1", l->port(), cc);
-            co = cs ? pt::run(*cs, make_hooks(true, cc, cst)) : result<pt::outcome>(cs.err());
-        } /* the client's end closes its connection */
-        srv.join();
+        auto [so, co] = run_pair(sc, cc, sst, cst);
         ASSERT_TRUE(co) << co.message();
         ASSERT_TRUE(so) << so.message();
         const bool server_runs = ic.v == pt::verb::send || ic.duplex;
