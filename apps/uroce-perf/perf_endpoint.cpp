@@ -364,6 +364,9 @@ std::string endpoint::bw_loop(uint64_t size, bw_mode mode, bw_result &out,
     const auto t0 = clock::now();
     const double cpu0 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
     double sample_cpu0 = cpu0, sample_cpu1 = 0;
+    /* --cpu_util: /proc/stat at the window's ends (the run's, without -f) */
+    const bool util = timed && p_.cpu_util;
+    cpu_ticks ticks0 = util ? read_cpu_ticks() : cpu_ticks{}, ticks1{};
     auto last_report = t0;
     /* perftest measures no peak in -D runs nor above 20000 iterations. */
     peak_meter peak(!timed && !forever && !p_.no_peak && p_.iters <= peak_max_iters,
@@ -467,18 +470,22 @@ std::string endpoint::bw_loop(uint64_t size, bw_mode mode, bw_result &out,
                 sample_t0 = now;
                 sample_done0 = counted();
                 sample_cpu0 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
+                if (util) ticks0 = read_cpu_ticks();
             } else if (sampling && at >= p_.duration_s - p_.margin_s) {
                 sampled = true;
                 sample_t1 = now;
                 sample_done1 = counted();
                 sample_cpu1 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
+                if (util) ticks1 = read_cpu_ticks();
             }
         }
         if (timed) {
             if (!stopping && seconds_since(t0) >= p_.duration_s) {
-                stopping = true;            /* post no more; drain what is in flight */
+                stopping = true; /* post no more; drain what is in flight */
+                if (util && !windowed) ticks1 = read_cpu_ticks();
                 if (windowed && !sampled) { /* a stall ran past the window's end */
                     sample_cpu1 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
+                    if (util) ticks1 = read_cpu_ticks();
                     if (!sampling)
                         sample_t0 = now, sample_done0 = counted(), sample_cpu0 = sample_cpu1;
                     sampled = true;
@@ -511,7 +518,9 @@ std::string endpoint::bw_loop(uint64_t size, bw_mode mode, bw_result &out,
             break;
         }
     }
+    if (forever) return {}; /* its figures went to on_interval */
     out.size = size;
+    if (util) out.cpu_util_pct = cpu_util_between(ticks0, ticks1);
     if (windowed) {
         out.iters = sample_done1 - sample_done0;
         out.seconds = std::chrono::duration<double>(sample_t1 - sample_t0).count();
@@ -541,9 +550,14 @@ std::string endpoint::serve_send_bw(uint64_t size, uint64_t iters, bw_result &ou
      * -b and prints 0): under loss a peak over a short window of the
      * receives, as uroce printed before (103 MB/s beside an average of 2.1),
      * only shows how fast the retransmitted messages that had piled up in
-     * flight completed after a stall. */
+     * flight completed after a stall.
+     * With -D it receives for -D seconds from its first receive and counts
+     * what arrives between -f seconds after that and -f before the end
+     * (set_on_first_rx_packet, catch_alarm's SAMPLE_STATE): a count of -n
+     * would stop taking messages while the sender still sends. */
     const bool forever = bool(report);
-    const uint64_t want = forever ? UINT64_MAX : iters * qps_.size();
+    const bool timed = p_.duration_s > 0 && !forever;
+    const uint64_t want = forever || timed ? UINT64_MAX : iters * qps_.size();
     uint64_t got = 0;
     wc wcs[32];
     auto last = clock::now();
@@ -551,6 +565,13 @@ std::string endpoint::serve_send_bw(uint64_t size, uint64_t iters, bw_result &ou
     const auto interval = std::chrono::duration<double>(p_.duration_s);
     auto interval_t0 = last;
     uint64_t interval_got0 = 0;
+    /* -D: the sample window, and the CPU time over it */
+    const auto margin = std::chrono::duration<double>(p_.margin_s);
+    bool sampling = false, sampled = false;
+    clock::time_point sample_t0{}, sample_t1{};
+    uint64_t sample_got0 = 0, sample_got1 = 0;
+    double cpu0 = 0, cpu1 = 0;
+    cpu_ticks ticks0, ticks1;
     while (got < want) {
         progress_();
         int n = poll_cqs(32, wcs);
@@ -562,8 +583,8 @@ std::string endpoint::serve_send_bw(uint64_t size, uint64_t iters, bw_result &ou
             if (received && got == 0) first = last;
             got += received;
         } else if (!forever && clock::now() - last > std::chrono::seconds(10)) {
-            return "no message for 10 s (" + std::to_string(got) + " of " + std::to_string(want) +
-                   " received)";
+            return "no message for 10 s (" + std::to_string(got) + " of " +
+                   (timed ? std::string("a -D run") : std::to_string(want)) + " received)";
         }
         if (forever) {
             if (app::stop_requested.load()) return {}; /* the end of such a run */
@@ -582,17 +603,46 @@ std::string endpoint::serve_send_bw(uint64_t size, uint64_t iters, bw_result &ou
             continue;
         }
         if (app::stop_requested.load()) return "interrupted";
+        if (timed && got) {
+            const auto now = n ? last : clock::now();
+            if (!sampling && now - first >= margin) {
+                sampling = true;
+                sample_t0 = now;
+                sample_got0 = got;
+                cpu0 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
+                if (p_.cpu_util) ticks0 = read_cpu_ticks();
+            }
+            if (sampling && !sampled && now - first >= interval - margin) {
+                sampled = true;
+                sample_t1 = now;
+                sample_got1 = got;
+                cpu1 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
+                if (p_.cpu_util) ticks1 = read_cpu_ticks();
+            }
+            if (now - first >= interval) break;
+        }
     }
     out.size = size;
+    out.bw_peak_bytes_s = 0;
+    if (timed) {
+        out.iters = sample_got1 - sample_got0;
+        out.seconds = std::chrono::duration<double>(sample_t1 - sample_t0).count();
+        out.cpu_seconds = cpu1 - cpu0;
+        if (p_.cpu_util) out.cpu_util_pct = cpu_util_between(ticks0, ticks1);
+        if (out.seconds > 0) {
+            out.bw_avg_bytes_s = double(out.iters) * double(size) / out.seconds;
+            out.msg_rate_mpps = double(out.iters) / out.seconds / 1e6;
+        }
+        return {};
+    }
     out.iters = got;
     /* The first completion starts the clock, so it is not counted in the rate. */
     out.seconds = std::chrono::duration<double>(last - first).count();
-    const double timed = double(got > 1 ? got - 1 : got);
+    const double counted = double(got > 1 ? got - 1 : got);
     if (out.seconds > 0) {
-        out.bw_avg_bytes_s = timed * double(size) / out.seconds;
-        out.msg_rate_mpps = timed / out.seconds / 1e6;
+        out.bw_avg_bytes_s = counted * double(size) / out.seconds;
+        out.msg_rate_mpps = counted / out.seconds / 1e6;
     }
-    out.bw_peak_bytes_s = 0;
     return {};
 }
 
@@ -782,8 +832,9 @@ static void print_banner(FILE *f, verb op, test_kind k, const perf_params &p,
 void print_bw_header(FILE *f, verb op, const perf_params &p, const std::string &device,
                      bool report_gbits) {
     print_banner(f, op, test_kind::bw, p, device);
-    std::fprintf(f, " #bytes     #iterations    BW peak[%s]    BW average[%s]   MsgRate[Mpps]\n",
-                 report_gbits ? "Gb/sec" : "MB/sec", report_gbits ? "Gb/sec" : "MB/sec");
+    std::fprintf(f, " #bytes     #iterations    BW peak[%s]    BW average[%s]   MsgRate[Mpps]%s\n",
+                 report_gbits ? "Gb/sec" : "MB/sec", report_gbits ? "Gb/sec" : "MB/sec",
+                 p.cpu_util && p.duration_s > 0 ? "    CPU_Util[%]" : "");
 }
 
 double bw_in_report_units(double bytes_per_s, bool report_gbits) {
@@ -794,13 +845,35 @@ double bw_in_report_units(double bytes_per_s, bool report_gbits) {
 
 void print_bw_line(FILE *f, const bw_result &r, bool report_gbits) {
     print_bw_line(f, r.size, r.iters, bw_in_report_units(r.bw_peak_bytes_s, report_gbits),
-                  bw_in_report_units(r.bw_avg_bytes_s, report_gbits), r.msg_rate_mpps);
+                  bw_in_report_units(r.bw_avg_bytes_s, report_gbits), r.msg_rate_mpps,
+                  r.cpu_util_pct);
 }
 
 void print_bw_line(FILE *f, uint64_t size, uint64_t iters, double peak, double avg,
-                   double msg_rate_mpps) {
-    std::fprintf(f, " %-10lu %-10lu       %-7.2f            %-7.2f\t\t   %-7.6f\n",
+                   double msg_rate_mpps, double cpu_util_pct) {
+    std::fprintf(f, " %-10lu %-10lu       %-7.2f            %-7.2f\t\t   %-7.6f",
                  (unsigned long)size, (unsigned long)iters, peak, avg, msg_rate_mpps);
+    if (cpu_util_pct >= 0) /* REPORT_EXT_CPU_UTIL */
+        std::fprintf(f, "\t    %-3.2f", cpu_util_pct);
+    std::fprintf(f, "\n");
+}
+
+cpu_ticks read_cpu_ticks() {
+    /* "cpu  user nice system idle iowait ...": perftest reads the first
+     * and the fourth number */
+    cpu_ticks t;
+    if (FILE *fp = std::fopen("/proc/stat", "r")) {
+        long long nice = 0, system = 0;
+        if (std::fscanf(fp, "cpu %lld %lld %lld %lld", &t.user, &nice, &system, &t.idle) != 4)
+            t = {};
+        std::fclose(fp);
+    }
+    return t;
+}
+
+double cpu_util_between(const cpu_ticks &a, const cpu_ticks &b) {
+    const long long user = b.user - a.user, idle = b.idle - a.idle;
+    return user + idle > 0 ? 100.0 * double(user) / double(user + idle) : 0.0;
 }
 
 void print_lat_header(FILE *f, verb op, const perf_params &p, const std::string &device) {

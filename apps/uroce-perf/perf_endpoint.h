@@ -42,6 +42,7 @@ struct perf_params {
     uint32_t cq_mod = 100;       /* -Q (perftest's default): one signaled WR per this many */
     uint32_t post_list = 1;      /* -l: WRs per post_send in bw tests */
     bool no_peak = false;        /* -N */
+    bool cpu_util = false;       /* --cpu_util (with -D) */
     bool run_infinitely = false; /* --run_infinitely: a line every duration_s, until stopped */
     uint8_t sl = 0;              /* -S */
     uint8_t traffic_class = 0;   /* --tclass: the GRH's (the IP header's DSCP and ECN bits) */
@@ -65,7 +66,19 @@ struct bw_result {
     /* the CPU time the process spent over the same span: on a shared or
      * loaded machine iters / cpu_seconds is the figure that compares */
     double cpu_seconds = 0;
+    /* --cpu_util with -D: the machine's CPU use over the measured window in
+     * percent, perftest's figure (user / (user + idle) of /proc/stat's cpu
+     * line); negative when not measured */
+    double cpu_util_pct = -1;
 };
+
+/* /proc/stat's aggregate user and idle ticks (perftest's get_cpu_stats). */
+struct cpu_ticks {
+    long long user = 0, idle = 0;
+};
+cpu_ticks read_cpu_ticks();
+/* perftest's calc_cpu_util: 0 when no tick passed. */
+double cpu_util_between(const cpu_ticks &a, const cpu_ticks &b);
 
 /* What the other side needs to reach this one (perftest's KEY message). */
 oob::perftest::key to_key(uint32_t qpn, uint32_t psn, uint32_t rkey, uint64_t vaddr, const gid &g,
@@ -221,7 +234,7 @@ void print_bw_header(FILE *f, verb op, const perf_params &p, const std::string &
 void print_bw_line(FILE *f, const bw_result &r, bool report_gbits);
 /* A result line from figures already in report units (a peer's xchg_bw_reports). */
 void print_bw_line(FILE *f, uint64_t size, uint64_t iters, double peak, double avg,
-                   double msg_rate_mpps);
+                   double msg_rate_mpps, double cpu_util_pct = -1);
 /* Bytes per second in the unit perftest prints: MB/sec (2^20 B/s) or Gb/sec. */
 double bw_in_report_units(double bytes_per_s, bool report_gbits);
 void print_lat_header(FILE *f, verb op, const perf_params &p, const std::string &device);

@@ -264,6 +264,10 @@ int parse_args(int argc, char **argv, options &o) {
                               "the GRH's traffic class: the IP header's DSCP and ECN bits\n"
                               "(uroce sets ECT(0) unless --no-ecn)",
                               0, 255, [&o](long n) { o.p.traffic_class = uint8_t(n); }));
+    cl.add(app::flag_option("cpu_util", 0,
+                            "with -D: the machine's CPU use over the measured window, a\n"
+                            "column as perftest's (user / (user + idle) of /proc/stat)",
+                            o.p.cpu_util));
     bool run_infinitely = false;
     cl.add(app::flag_option("run_infinitely", 0,
                             "bw tests against a peer: run until SIGINT/SIGTERM, a result\n"
@@ -333,6 +337,9 @@ int parse_args(int argc, char **argv, options &o) {
     }
     const bool lat = o.tests[0].second == test_kind::lat;
     o.p.iters = t.iters ? *t.iters : lat ? 1000 : 5000;
+    /* perftest goes on without the column */
+    if (o.p.cpu_util && o.p.duration_s == 0)
+        std::fprintf(stderr, " CPU Utilization works only with Duration mode.\n");
     /* perftest's checks and settings for --run_infinitely (force_dependecies):
      * a duration run without a margin or peak, -D the report interval
      * (DEF_DURATION, 5 s) */
@@ -917,6 +924,10 @@ int run_remote(options &o) {
     }
     const int family = our_gid.is_ipv4_mapped() ? AF_INET : AF_INET6;
     bool header_done = false;
+    /* --cpu_util -D: the column, and this side's last figure for the lines
+     * it prints after the exchange */
+    const bool util_column = p.cpu_util && p.duration_s > 0;
+    double last_cpu_util = -1;
     oob::perftest::hooks h;
     h.create_local =
         [&](const oob::perftest::negotiated &n) -> oob::result<std::vector<oob::perftest::key>> {
@@ -986,6 +997,7 @@ int run_remote(options &o) {
                                  : server && !p.duplex        ? ep->serve_send_bw(sz, p.iters, r)
                                                               : ep->run_bw(sz, r, [](double) {});
                 if (!e2.empty()) return e2;
+                last_cpu_util = r.cpu_util_pct;
                 /* -b: the line is the two sides' sum, once the reports are
                  * exchanged (reports_exchanged); -b send_bw -D exchanges
                  * none, and prints its own (perftest's print_report_bw) */
@@ -1019,7 +1031,8 @@ int run_remote(options &o) {
                                   const oob::perftest::bw_report &peer) {
             /* print_full_bw_report(my_bw_rep, rem_bw_rep) */
             print_bw_line(stdout, mine.size, mine.iters, mine.bw_peak + peer.bw_peak,
-                          mine.bw_avg + peer.bw_avg, mine.msg_rate_avg + peer.msg_rate_avg);
+                          mine.bw_avg + peer.bw_avg, mine.msg_rate_avg + peer.msg_rate_avg,
+                          last_cpu_util);
             o.limits.saw(mine.bw_avg + peer.bw_avg, mine.msg_rate_avg + peer.msg_rate_avg);
             std::fflush(stdout);
         };
@@ -1027,7 +1040,9 @@ int run_remote(options &o) {
         if (kind != test_kind::bw || op == verb::send || !server || p.duplex) return;
         print_header();
         for (const auto &r : out.remote_reports) {
-            print_bw_line(stdout, r.size, r.iters, r.bw_peak, r.bw_avg, r.msg_rate_avg);
+            /* a side that did not measure: perftest's calc_cpu_util gives 0 */
+            print_bw_line(stdout, r.size, r.iters, r.bw_peak, r.bw_avg, r.msg_rate_avg,
+                          util_column ? 0.0 : -1.0);
             o.limits.saw(r.bw_avg, r.msg_rate_avg);
         }
     };

@@ -14,6 +14,7 @@
 #   progress   uroce-perf's progress lines only on a terminal (script(1)'s pty)
 #   margin     -D with -f (perftest's --margin) counts the middle of the run only
 #   limits     -w/-y (perftest's verifier): exit 1 with its message, or 0
+#   cpu_util   --cpu_util -D adds perftest's CPU_Util column
 # Usage: cli_test.sh UROCE_PERF UROCE_PINGPONG
 set -u
 perf=${1:?usage: $0 UROCE_PERF UROCE_PINGPONG}
@@ -104,16 +105,26 @@ usage "-T without -R" "-T (tos) is for rdma_cm connections (-R)" "$perf" write_b
 usage "bad limit" "'fast' is not a limit" "$perf" --loopback write_bw -w fast
 
 # -w/-y (perftest's verifier): exit 1 with perftest's message when no result
-# line reaches the limit, 0 when one does; the results are printed either way
-if run "limit not met" 1 "$perf" "${loop[@]}" -w 1000000000; then
-  if grep -q '^Error: BW result is below bw limit' "$tmp/err" && grep -q '^ 4096 *200 ' "$tmp/out"; then
-    ok "limit not met: $(head -1 "$tmp/err")"
+# line reaches the limit, 0 when one does; the results are printed either
+# way. --cpu_util (with -D): perftest's column, the machine's CPU use in
+# 0..100; without -D perftest's warning and no column.
+if run "limit not met, cpu_util" 1 "$perf" --loopback write_bw -s 4096 -D 1 --cpu_util -w 1000000000; then
+  util=$(grep -E '^ 4096 +[0-9]+ ' "$tmp/out" | awk '{print $6}')
+  if grep -q '^Error: BW result is below bw limit' "$tmp/err" &&
+    grep -q 'MsgRate\[Mpps\]    CPU_Util\[%\]' "$tmp/out" &&
+    awk -v u="${util:--1}" 'BEGIN { exit !(u > 0 && u <= 100) }'; then
+    ok "limit not met: $(head -1 "$tmp/err"); cpu_util $util %"
   else
-    bad "limit not met: no result line, or not perftest's message"
+    bad "limit not met, cpu_util: not perftest's message, or no CPU_Util column in (0, 100]"
   fi
 fi
-if run "limit met" 0 "$perf" "${loop[@]}" -w 0.001 -y 0.000001 && [ ! -s "$tmp/err" ]; then
-  ok "limit met: exit 0"
+if run "limit met, cpu_util without -D" 0 "$perf" "${loop[@]}" -w 0.001 -y 0.000001 --cpu_util; then
+  if grep -q 'CPU Utilization works only with Duration mode' "$tmp/err" && ! grep -q Error "$tmp/err" &&
+    ! grep -q CPU_Util "$tmp/out"; then
+    ok "limit met: exit 0; cpu_util without -D: perftest's warning, no column"
+  else
+    bad "limit met, cpu_util without -D: an error, no warning, or a column"
+  fi
 fi
 
 # margin: -D 5 -f 2 counts the middle second only (perftest's --margin):
