@@ -45,6 +45,36 @@ class wait_limit {
     unsigned polls_ = 0;
 };
 
+/* --run_infinitely: each -D seconds' figures (perftest's
+ * print_bw_infinite_mode), from a count that only grows; one for a
+ * requester's completions and a send_bw server's receives alike. */
+class interval_meter {
+  public:
+    interval_meter(double every_s, uint64_t size, clock::time_point t0)
+        : every_(every_s), size_(size), t0_(t0) {}
+    /* At now the count is `count`: once an interval is over, its figures go
+     * to report and the next one starts. */
+    void tick(clock::time_point now, uint64_t count,
+              const std::function<void(const bw_result &)> &report) {
+        if (now - t0_ < every_) return;
+        bw_result r;
+        r.size = size_;
+        r.iters = count - count0_;
+        r.seconds = std::chrono::duration<double>(now - t0_).count();
+        r.bw_avg_bytes_s = double(r.iters) * double(size_) / r.seconds;
+        r.msg_rate_mpps = double(r.iters) / r.seconds / 1e6;
+        report(r);
+        t0_ = now;
+        count0_ = count;
+    }
+
+  private:
+    std::chrono::duration<double> every_;
+    uint64_t size_;
+    clock::time_point t0_;
+    uint64_t count0_ = 0;
+};
+
 } // namespace
 
 oob::perftest::key to_key(uint32_t qpn, uint32_t psn, uint32_t rkey, uint64_t vaddr, const gid &g,
@@ -379,9 +409,7 @@ std::string endpoint::bw_loop(uint64_t size, bw_mode mode, bw_result &out,
      * the peer's messages received too (run_iter_bi counts both) */
     auto counted = [&] { return total_done + (mode.receive ? received : 0); };
     clock::time_point all_sent{}; /* -n: when the last of this side's WRs completed */
-    const auto interval = std::chrono::duration<double>(p_.duration_s);
-    clock::time_point interval_t0 = t0;
-    uint64_t interval_done0 = 0;
+    interval_meter intervals(p_.duration_s, size, t0);
     bool stopping = false;
     /* -f: the sample window [margin, duration - margin] (perftest's
      * SAMPLE_STATE); without -D or -f it is the whole run */
@@ -443,17 +471,7 @@ std::string endpoint::bw_loop(uint64_t size, bw_mode mode, bw_result &out,
         }
         if (forever) {
             if (app::stop_requested.load()) break; /* the end of such a run */
-            if (now - interval_t0 >= interval) {
-                bw_result r;
-                r.size = size;
-                r.iters = counted() - interval_done0;
-                r.seconds = std::chrono::duration<double>(now - interval_t0).count();
-                r.bw_avg_bytes_s = double(r.iters) * double(size) / r.seconds;
-                r.msg_rate_mpps = double(r.iters) / r.seconds / 1e6;
-                (*mode.on_interval)(r);
-                interval_t0 = now;
-                interval_done0 = counted();
-            }
+            intervals.tick(now, counted(), *mode.on_interval);
             continue;
         }
         if (now - last_report > std::chrono::milliseconds(200)) {
@@ -562,9 +580,8 @@ std::string endpoint::serve_send_bw(uint64_t size, uint64_t iters, bw_result &ou
     wc wcs[32];
     auto last = clock::now();
     clock::time_point first{};
-    const auto interval = std::chrono::duration<double>(p_.duration_s);
-    auto interval_t0 = last;
-    uint64_t interval_got0 = 0;
+    const auto duration = std::chrono::duration<double>(p_.duration_s);
+    interval_meter intervals(p_.duration_s, size, last);
     /* -D: the sample window, and the CPU time over it */
     const auto margin = std::chrono::duration<double>(p_.margin_s);
     bool sampling = false, sampled = false;
@@ -588,18 +605,7 @@ std::string endpoint::serve_send_bw(uint64_t size, uint64_t iters, bw_result &ou
         }
         if (forever) {
             if (app::stop_requested.load()) return {}; /* the end of such a run */
-            const auto now = n ? last : clock::now();
-            if (now - interval_t0 >= interval) {
-                bw_result r;
-                r.size = size;
-                r.iters = got - interval_got0;
-                r.seconds = std::chrono::duration<double>(now - interval_t0).count();
-                r.bw_avg_bytes_s = double(r.iters) * double(size) / r.seconds;
-                r.msg_rate_mpps = double(r.iters) / r.seconds / 1e6;
-                report(r);
-                interval_t0 = now;
-                interval_got0 = got;
-            }
+            intervals.tick(n ? last : clock::now(), got, report);
             continue;
         }
         if (app::stop_requested.load()) return "interrupted";
@@ -612,14 +618,14 @@ std::string endpoint::serve_send_bw(uint64_t size, uint64_t iters, bw_result &ou
                 cpu0 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
                 if (p_.cpu_util) ticks0 = read_cpu_ticks();
             }
-            if (sampling && !sampled && now - first >= interval - margin) {
+            if (sampling && !sampled && now - first >= duration - margin) {
                 sampled = true;
                 sample_t1 = now;
                 sample_got1 = got;
                 cpu1 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
                 if (p_.cpu_util) ticks1 = read_cpu_ticks();
             }
-            if (now - first >= interval) break;
+            if (now - first >= duration) break;
         }
     }
     out.size = size;
