@@ -75,6 +75,30 @@ class interval_meter {
     uint64_t count0_ = 0;
 };
 
+/* One edge of a measured span: when, the count so far, the process's CPU
+ * time and, for --cpu_util, /proc/stat's ticks; perftest takes each edge
+ * of its sample window the same way (catch_alarm's SAMPLE_STATE). */
+struct window_edge {
+    clock::time_point at{};
+    uint64_t count = 0;
+    double cpu_s = 0;
+    cpu_ticks ticks{};
+
+    static window_edge mark(clock::time_point at, uint64_t count, bool with_ticks) {
+        return {at, count, cpu_seconds(CLOCK_PROCESS_CPUTIME_ID),
+                with_ticks ? read_cpu_ticks() : cpu_ticks{}};
+    }
+};
+
+/* out's count, time, CPU time and (with_ticks) CPU use from a to b; the
+ * rates are the caller's (a send_bw server leaves its first receive out). */
+void span_between(const window_edge &a, const window_edge &b, bool with_ticks, bw_result &out) {
+    out.iters = b.count - a.count;
+    out.seconds = std::chrono::duration<double>(b.at - a.at).count();
+    out.cpu_seconds = b.cpu_s - a.cpu_s;
+    if (with_ticks) out.cpu_util_pct = cpu_util_between(a.ticks, b.ticks);
+}
+
 } // namespace
 
 oob::perftest::key to_key(uint32_t qpn, uint32_t psn, uint32_t rkey, uint64_t vaddr, const gid &g,
@@ -398,12 +422,10 @@ std::string endpoint::bw_loop(uint64_t size, bw_mode mode, bw_result &out,
      * are further bounded by max_rd_atomic inside the transport. */
     const uint64_t depth = p_.tx_depth;
     const uint32_t cq_mod = std::min<uint32_t>(p_.cq_mod, p_.tx_depth);
-    const auto t0 = clock::now();
-    const double cpu0 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
-    double sample_cpu0 = cpu0, sample_cpu1 = 0;
-    /* --cpu_util: /proc/stat at the window's ends (the run's, without -f) */
+    /* --cpu_util: /proc/stat at the window's edges (the run's, without -f) */
     const bool util = timed && p_.cpu_util;
-    cpu_ticks ticks0 = util ? read_cpu_ticks() : cpu_ticks{}, ticks1{};
+    const window_edge start = window_edge::mark(clock::now(), 0, util);
+    const auto t0 = start.at;
     auto last_report = t0;
     /* perftest measures no peak in -D runs nor above 20000 iterations. */
     peak_meter peak(!timed && !forever && !p_.no_peak && p_.iters <= peak_max_iters,
@@ -418,12 +440,11 @@ std::string endpoint::bw_loop(uint64_t size, bw_mode mode, bw_result &out,
     clock::time_point all_sent{}; /* -n: when the last of this side's WRs completed */
     interval_meter intervals(p_.duration_s, size, t0);
     bool stopping = false;
-    /* -f: the sample window [margin, duration - margin] (perftest's
-     * SAMPLE_STATE); without -D or -f it is the whole run */
+    /* -D: the sample window, [margin, duration - margin] with -f
+     * (perftest's SAMPLE_STATE), else from the start to the stop */
     const bool windowed = timed && p_.margin_s > 0;
     bool sampling = !windowed, sampled = false;
-    clock::time_point sample_t0 = t0, sample_t1{};
-    uint64_t sample_done0 = 0, sample_done1 = 0;
+    window_edge sample0 = start, sample1;
     /* The QPs that may have room: all at first, then those a completion
      * came for, so that a round costs what happened in it, not a scan of
      * every QP (thousands with -q 4096). */
@@ -503,30 +524,21 @@ std::string endpoint::bw_loop(uint64_t size, bw_mode mode, bw_result &out,
             const double at = since_t0(now);
             if (!sampling && at >= p_.margin_s) {
                 sampling = true;
-                sample_t0 = now;
-                sample_done0 = counted();
-                sample_cpu0 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
-                if (util) ticks0 = read_cpu_ticks();
+                sample0 = window_edge::mark(now, counted(), util);
             } else if (sampling && at >= p_.duration_s - p_.margin_s) {
                 sampled = true;
-                sample_t1 = now;
-                sample_done1 = counted();
-                sample_cpu1 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
-                if (util) ticks1 = read_cpu_ticks();
+                sample1 = window_edge::mark(now, counted(), util);
             }
         }
         if (timed) {
             if (!stopping && seconds_since(t0) >= p_.duration_s) {
                 stopping = true; /* post no more; drain what is in flight */
-                if (util && !windowed) ticks1 = read_cpu_ticks();
-                if (windowed && !sampled) { /* a stall ran past the window's end */
-                    sample_cpu1 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
-                    if (util) ticks1 = read_cpu_ticks();
-                    if (!sampling)
-                        sample_t0 = now, sample_done0 = counted(), sample_cpu0 = sample_cpu1;
+                /* The window ends here at the latest: without -f it is the
+                 * run's, and with -f a stall may have run past its end. */
+                if (!sampled) {
+                    sample1 = window_edge::mark(now, counted(), util);
+                    if (!sampling) sample0 = sample1;
                     sampled = true;
-                    sample_t1 = now;
-                    sample_done1 = counted();
                 }
             }
             /* -b SEND stops here, as run_iter_bi does: the peer stops
@@ -556,22 +568,11 @@ std::string endpoint::bw_loop(uint64_t size, bw_mode mode, bw_result &out,
     }
     if (forever) return {}; /* its figures went to on_interval */
     out.size = size;
-    if (util) out.cpu_util_pct = cpu_util_between(ticks0, ticks1);
-    if (windowed) {
-        out.iters = sample_done1 - sample_done0;
-        out.seconds = std::chrono::duration<double>(sample_t1 - sample_t0).count();
-        out.cpu_seconds = sample_cpu1 - sample_cpu0;
-    } else if (timed) {
-        out.iters = counted();
-        out.seconds = seconds_since(t0);
-        out.cpu_seconds = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
-    } else {
-        /* perftest's rate: from the first post to this side's last
-         * completion (with -b SEND the peer's last message may come later) */
-        out.iters = total_done;
-        out.seconds = std::chrono::duration<double>(all_sent - t0).count();
-        out.cpu_seconds = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
-    }
+    if (timed)
+        span_between(sample0, sample1, util, out);
+    else /* perftest's rate: from the first post to this side's last
+          * completion (with -b SEND the peer's last message may come later) */
+        span_between(start, window_edge::mark(all_sent, total_done, false), false, out);
     out.bw_avg_bytes_s = double(out.iters) * double(size) / out.seconds;
     out.bw_peak_bytes_s = peak.best_bytes_per_s(size);
     out.msg_rate_mpps = double(out.iters) / out.seconds / 1e6;
@@ -603,10 +604,7 @@ std::string endpoint::serve_send_bw(uint64_t size, uint64_t iters, bw_result &ou
     /* -D: the sample window, and the CPU time over it */
     const auto margin = std::chrono::duration<double>(p_.margin_s);
     bool sampling = false, sampled = false;
-    clock::time_point sample_t0{}, sample_t1{};
-    uint64_t sample_got0 = 0, sample_got1 = 0;
-    double cpu0 = 0, cpu1 = 0;
-    cpu_ticks ticks0, ticks1;
+    window_edge sample0, sample1;
     while (got < want) {
         progress_();
         int n = poll_cqs(32, wcs);
@@ -631,17 +629,11 @@ std::string endpoint::serve_send_bw(uint64_t size, uint64_t iters, bw_result &ou
             const auto now = n ? last : clock::now();
             if (!sampling && now - first >= margin) {
                 sampling = true;
-                sample_t0 = now;
-                sample_got0 = got;
-                cpu0 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
-                if (p_.cpu_util) ticks0 = read_cpu_ticks();
+                sample0 = window_edge::mark(now, got, p_.cpu_util);
             }
             if (sampling && !sampled && now - first >= duration - margin) {
                 sampled = true;
-                sample_t1 = now;
-                sample_got1 = got;
-                cpu1 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
-                if (p_.cpu_util) ticks1 = read_cpu_ticks();
+                sample1 = window_edge::mark(now, got, p_.cpu_util);
             }
             if (now - first >= duration) break;
         }
@@ -649,10 +641,7 @@ std::string endpoint::serve_send_bw(uint64_t size, uint64_t iters, bw_result &ou
     out.size = size;
     out.bw_peak_bytes_s = 0;
     if (timed) {
-        out.iters = sample_got1 - sample_got0;
-        out.seconds = std::chrono::duration<double>(sample_t1 - sample_t0).count();
-        out.cpu_seconds = cpu1 - cpu0;
-        if (p_.cpu_util) out.cpu_util_pct = cpu_util_between(ticks0, ticks1);
+        span_between(sample0, sample1, p_.cpu_util, out);
         if (out.seconds > 0) {
             out.bw_avg_bytes_s = double(out.iters) * double(size) / out.seconds;
             out.msg_rate_mpps = double(out.iters) / out.seconds / 1e6;
