@@ -16,6 +16,35 @@ trap 'pkill -9 -f "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
 eal0="--no-huge -m 1024 --no-pci --no-shconf -l 0 --log-level=*:warning --"
 eal1="--no-huge -m 1024 --no-pci --no-shconf -l 1 --log-level=*:warning --"
 pass=0 fail=0
+
+# memif_side ROLE NAME IP TEST ARGS...: one uroce-perf (60 s at most) on its
+# own lcore, the server on 0 and the client on 1, over the memif link
+# $tmp/NAME.sock; its output goes to $tmp/NAME.srv or $tmp/NAME.cli.
+memif_side() {
+  local role=$1 name=$2 ip=$3 t=$4
+  local eal=$eal0 mac=02:00:00:00:00:01 out=$tmp/$name.srv
+  shift 4
+  if [ "$role" = client ]; then eal=$eal1 mac=02:00:00:00:00:02 out=$tmp/$name.cli; fi
+  # shellcheck disable=SC2086
+  timeout 60 "$bin" $eal "$t" --vdev "net_memif0,role=$role,id=0,socket=$tmp/$name.sock,socket-abstract=no" \
+    --ip "$ip" --mac $mac "$@" >"$out" 2>&1
+}
+# wait_server NAME [TEXT]: until the server has made its memif socket (and
+# printed TEXT), 5 s at most
+wait_server() {
+  for _ in $(seq 50); do
+    [ -S "$tmp/$1.sock" ] && { [ -z "${2:-}" ] || grep -q "$2" "$tmp/$1.srv"; } && return
+    sleep 0.1
+  done
+}
+# signal_side SIG ROLE NAME: to that uroce-perf itself, not to its timeout
+signal_side() { pkill "-$1" -f "role=$2,id=0,socket=$tmp/$3.sock,"; }
+# show_sides NAME: both sides' output without EAL's lines, after a failure
+show_sides() {
+  grep -v "^EAL" "$tmp/$1.cli" | sed 's/^/  client: /' | tail -15
+  grep -v "^EAL" "$tmp/$1.srv" | sed 's/^/  server: /' | tail -15
+}
+
 # Every test with the defaults (RC), then the modes: -c UC (send/write),
 # -c UD (send: Q_Key, 40-byte GRH), inline sizes (-I) and the rx depth (-r);
 # then every test with -R, two QPs (two data connections), the bw tests both
@@ -43,7 +72,7 @@ for c in $cases; do
   IFS=: read -r t extra <<<"$c"
   extra=${extra//:/ }
   name=$t${extra:+ $extra}
-  sock=$tmp/${c//[: ]/_}.sock
+  run=${c//[: ]/_}
   args=(-n 500 -p 18700 --timeout 10)
   case $t in *_bw) args+=(-s 4096) ;; esac
   # the TCP exchange reaches the server through the kernel; -R connects
@@ -52,18 +81,16 @@ for c in $cases; do
   case " $extra " in *" -R "*) server=10.77.0.1 ;; esac
   # shellcheck disable=SC2206
   args+=($extra)
-  timeout 60 "$bin" $eal0 "$t" --vdev "net_memif0,role=server,id=0,socket=$sock,socket-abstract=no" \
-    --ip 10.77.0.1/24 --mac 02:00:00:00:00:01 "${args[@]}" >"$tmp/${c//[: ]/_}.srv" 2>&1 &
+  memif_side server "$run" 10.77.0.1/24 "$t" "${args[@]}" &
   spid=$!
-  for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
-  timeout 60 "$bin" $eal1 "$t" --vdev "net_memif0,role=client,id=0,socket=$sock,socket-abstract=no" \
-    --ip 10.77.0.2/24 --mac 02:00:00:00:00:02 "${args[@]}" "$server" >"$tmp/${c//[: ]/_}.cli" 2>&1
+  wait_server "$run"
+  memif_side client "$run" 10.77.0.2/24 "$t" "${args[@]}" "$server"
   crc=$?
   wait $spid
   src=$?
-  line=$(grep -A1 '#bytes' "$tmp/${c//[: ]/_}.cli" | tail -1)
+  line=$(grep -A1 '#bytes' "$tmp/$run.cli" | tail -1)
   iters=$(echo "$line" | awk '{print $2}')
-  sline=$(grep -A1 '#bytes' "$tmp/${c//[: ]/_}.srv" | tail -1 | grep -v '^---')
+  sline=$(grep -A1 '#bytes' "$tmp/$run.srv" | tail -1 | grep -v '^---')
   server_ok=1
   case "$t $extra " in
     # -b: both sides print the two sides' sum (print_full_bw_report)
@@ -102,8 +129,7 @@ for c in $cases; do
     pass=$((pass + 1))
   else
     echo "FAIL $name (server rc $src, client rc $crc)"
-    grep -v "^EAL" "$tmp/${c//[: ]/_}.srv" | sed 's/^/  server: /' | head -15
-    grep -v "^EAL" "$tmp/${c//[: ]/_}.cli" | sed 's/^/  client: /' | head -15
+    show_sides "$run"
     fail=$((fail + 1))
   fi
 done
@@ -112,47 +138,39 @@ done
 # run with exit 0; the write_bw server ends when the client closes its
 # connection, the send_bw server (which prints its own lines) at its SIGINT.
 for t in write_bw send_bw; do
-  sock=$tmp/inf_$t.sock
-  "$bin" $eal0 $t --vdev "net_memif0,role=server,id=0,socket=$sock,socket-abstract=no" \
-    --ip 10.77.0.1/24 --mac 02:00:00:00:00:01 -s 4096 -p 18700 --run_infinitely -D 1 >"$tmp/inf_$t.srv" 2>&1 &
+  run=inf_$t
+  memif_side server $run 10.77.0.1/24 $t -s 4096 -p 18700 --run_infinitely -D 1 &
   spid=$!
-  for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
-  "$bin" $eal1 $t --vdev "net_memif0,role=client,id=0,socket=$sock,socket-abstract=no" \
-    --ip 10.77.0.2/24 --mac 02:00:00:00:00:02 -s 4096 -p 18700 --run_infinitely -D 1 127.0.0.1 \
-    >"$tmp/inf_$t.cli" 2>&1 &
+  wait_server $run
+  memif_side client $run 10.77.0.2/24 $t -s 4096 -p 18700 --run_infinitely -D 1 127.0.0.1 &
   cpid=$!
   # two lines at least: the link, the exchange and two seconds
   for _ in $(seq 150); do
-    [ "$(grep -cE '^ 4096 +[0-9]+ ' "$tmp/inf_$t.cli")" -ge 2 ] && break
+    [ "$(grep -cE '^ 4096 +[0-9]+ ' "$tmp/$run.cli")" -ge 2 ] && break
     sleep 0.1
   done
-  kill -INT $cpid
+  signal_side INT client $run
   wait $cpid
   crc=$?
-  [ $t = send_bw ] && kill -INT $spid
-  timeout 20 tail --pid=$spid -f /dev/null
+  [ $t = send_bw ] && signal_side INT server $run
   wait $spid
   src=$?
-  lines=$(grep -cE '^ 4096 +[1-9][0-9]* +0.00 ' "$tmp/inf_$t.cli")
+  lines=$(grep -cE '^ 4096 +[1-9][0-9]* +0.00 ' "$tmp/$run.cli")
   if [ $crc -eq 0 ] && [ $src -eq 0 ] && [ "$lines" -ge 2 ]; then
     echo "PASS $t --run_infinitely: $lines lines, both sides exit 0"
     pass=$((pass + 1))
   else
     echo "FAIL $t --run_infinitely (server rc $src, client rc $crc, $lines lines)"
-    grep -v "^EAL" "$tmp/inf_$t.cli" | sed 's/^/  client: /' | tail -8
-    grep -v "^EAL" "$tmp/inf_$t.srv" | sed 's/^/  server: /' | tail -8
+    show_sides $run
     fail=$((fail + 1))
   fi
 done
 
 # -R over IPv6 addresses: rdma_cm's IP header and the GIDs of IPv6
-sock=$tmp/ipv6.sock
-timeout 60 "$bin" $eal0 read_bw -R --vdev "net_memif0,role=server,id=0,socket=$sock,socket-abstract=no" \
-  --ip fd77::1/64 --mac 02:00:00:00:00:01 -n 300 -s 4096 -p 18700 --timeout 10 >"$tmp/ipv6.srv" 2>&1 &
+memif_side server ipv6 fd77::1/64 read_bw -R -n 300 -s 4096 -p 18700 --timeout 10 &
 spid=$!
-for _ in $(seq 50); do grep -q 'Waiting for client' "$tmp/ipv6.srv" && break; sleep 0.1; done
-timeout 60 "$bin" $eal1 read_bw -R --vdev "net_memif0,role=client,id=0,socket=$sock,socket-abstract=no" \
-  --ip fd77::2/64 --mac 02:00:00:00:00:02 -n 300 -s 4096 -p 18700 --timeout 10 fd77::1 >"$tmp/ipv6.cli" 2>&1
+wait_server ipv6 'Waiting for client'
+memif_side client ipv6 fd77::2/64 read_bw -R -n 300 -s 4096 -p 18700 --timeout 10 fd77::1
 crc=$?
 wait "$spid"
 src=$?
@@ -162,29 +180,26 @@ if [ $crc -eq 0 ] && [ $src -eq 0 ] && [ "$(echo "$line" | awk '{print $2}')" = 
   pass=$((pass + 1))
 else
   echo "FAIL read_bw -R over IPv6 (server rc $src, client rc $crc)"
-  grep -v "^EAL" "$tmp/ipv6.cli" | sed 's/^/  client: /' | head -15
+  show_sides ipv6
   fail=$((fail + 1))
 fi
 
 # -R to a port nobody listens on (the server listens on 18700, the client
 # asks for 18701): the CM refuses with REJ reason 8, the client retries as
 # perftest does until --timeout and then says so.
-sock=$tmp/reject.sock
-timeout 60 "$bin" $eal0 write_bw -R --vdev "net_memif0,role=server,id=0,socket=$sock,socket-abstract=no" \
-  --ip 10.77.0.1/24 --mac 02:00:00:00:00:01 -p 18700 >"$tmp/reject.srv" 2>&1 &
+memif_side server reject 10.77.0.1/24 write_bw -R -p 18700 &
 spid=$!
-for _ in $(seq 50); do grep -q 'Waiting for client' "$tmp/reject.srv" && break; sleep 0.1; done
-timeout 60 "$bin" $eal1 write_bw -R --vdev "net_memif0,role=client,id=0,socket=$sock,socket-abstract=no" \
-  --ip 10.77.0.2/24 --mac 02:00:00:00:00:02 -p 18701 --timeout 2 10.77.0.1 >"$tmp/reject.cli" 2>&1
+wait_server reject 'Waiting for client'
+memif_side client reject 10.77.0.2/24 write_bw -R -p 18701 --timeout 2 10.77.0.1
 crc=$?
-kill "$spid" 2>/dev/null
+signal_side TERM server reject
 wait "$spid" 2>/dev/null
 if [ $crc -eq 1 ] && grep -q 'RDMA_CM_EVENT_REJECTED (reason 8: ' "$tmp/reject.cli"; then
   echo "PASS -R to a closed port: $(grep -o 'RDMA_CM_EVENT_REJECTED (reason 8: [^)]*)' "$tmp/reject.cli")"
   pass=$((pass + 1))
 else
   echo "FAIL -R to a closed port (client rc $crc): want 'RDMA_CM_EVENT_REJECTED (reason 8: ...)'"
-  grep -v "^EAL" "$tmp/reject.cli" | sed 's/^/  client: /' | head -15
+  show_sides reject
   fail=$((fail + 1))
 fi
 echo "$pass passed, $fail failed"
