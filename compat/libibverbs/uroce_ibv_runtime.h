@@ -12,9 +12,10 @@
  *    control verbs take the lock (the progress thread steps aside).
  *  - inline mode: every verb takes the lock and calls uroce directly, and
  *    ibv_poll_cq runs one iteration of the loop first; a fallback thread
- *    drives the stack when nobody has for drive_idle_ns (the application
- *    blocked in a TCP exchange or ibv_get_cq_event still answers ARP,
- *    retransmits and gets its completion events).
+ *    drives the stack when nobody has for drive_idle_ns, and goes on while
+ *    there is work (the application blocked in a TCP exchange or
+ *    ibv_get_cq_event, or the passive side of a WRITE or READ, still
+ *    answers ARP, requests and retransmits, and gets its completion events).
  */
 #ifndef UROCE_IBV_RUNTIME_H
 #define UROCE_IBV_RUNTIME_H
@@ -151,6 +152,8 @@ class runtime {
     bool start(std::string &err, int &errno_out);
     void stop();
     void progress_loop();
+    /* inline mode: the fallback thread's turn, while the application does not drive. */
+    void fallback_drive();
     void check_events_locked();
     void check_link_locked();
     void check_async_locked();
@@ -182,6 +185,10 @@ class runtime {
     std::atomic<uint32_t> napping_{0};     /* futex word: 1 while the progress thread naps */
     std::atomic<uint64_t> progress_ns_{0}; /* the progress thread's last iteration */
     uint64_t next_link_check_ns_ = 0;
+    /* inline mode, the fallback thread's (UROCE_COUNTERS): its turns, and
+     * the iterations after a turn's first that moved something */
+    uint64_t fallback_wakeups_ = 0;
+    uint64_t fallback_busy_continued_ = 0;
     bool link_up_ = false;
     int users_ = 0;
 };

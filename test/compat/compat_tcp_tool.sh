@@ -9,7 +9,13 @@
 # KIND says what a pass is, besides both sides exiting 0:
 #   pingpong  both sides finished their iterations ("iters in");
 #   perftest  the client printed its result line (the server of the _lat
-#             tools and of the read/atomic ones prints none of its own).
+#             tools and of the read/atomic ones prints none of its own);
+#             in inline mode the passive server of ib_read_lat and
+#             ib_atomic_lat (it calls no verb while the client runs) was
+#             served by compat's fallback thread without a pause: at least
+#             half of the -n requests found it still driving after a busy
+#             iteration (UROCE_COUNTERS' compat.fallback busy_continued;
+#             one iteration per 50 us wake-up made each request wait).
 # Skips (77) without the Debian binary (ibverbs-utils, perftest).
 set -u
 libdir=$1 kind=$2 progress=$3 port=$4 tool=$5
@@ -25,11 +31,17 @@ trap 'rm -rf "$dir"' EXIT
 eal="--no-huge -m 512 --no-pci --no-shconf --log-level=lib.eal:error --log-level=pmd.net.memif:error"
 run() {
     local role=$1 lcore=$2 ip=$3 host=${4:-}
-    LD_LIBRARY_PATH=$libdir UROCE_PROGRESS=$progress \
+    LD_LIBRARY_PATH=$libdir UROCE_PROGRESS=$progress UROCE_COUNTERS=$counters \
         UROCE_EAL="$eal -l $lcore --vdev net_memif0,role=$role,socket=$sock" UROCE_IP=$ip \
         timeout 60 $linebuf "$tool" "${args[@]}" -p "$port" $host >"$dir/$role.log" 2>&1
 }
 args=("$@")
+# the server's counters for the passive check (printed on stderr at its end)
+counters=0 passive=0 iters=1000
+case "$kind $progress $tool" in "perftest inline ib_read_lat" | "perftest inline ib_atomic_lat")
+    counters=1 passive=1 ;;
+esac
+for ((i = 0; i < ${#args[@]} - 1; i++)); do [ "${args[i]}" = -n ] && iters=${args[i + 1]}; done
 # The server's name: for the TCP exchange the kernel's loopback; for the
 # rdma_cm (-R) uroce's own address on the memif link.
 # With -R the client waits for the server's "Waiting for client" (printed
@@ -88,5 +100,13 @@ if [ "$kind" = pingpong ]; then
 else
     # The result table: a header line starting with " #bytes", then one line of numbers.
     grep -A1 "^ #bytes" "$dir/client.log" | grep -qE "^ +[0-9]+ +[0-9]+ " || exit 1
+    if [ $passive = 1 ]; then
+        busy=$(sed -n 's/^compat.fallback wakeups [0-9]* busy_continued \([0-9]*\)$/\1/p' "$dir/server.log")
+        if [ -z "$busy" ] || [ "$busy" -lt $((iters / 2)) ]; then
+            echo "FAIL: the passive server's fallback thread kept driving for ${busy:-no} busy iterations, want >= $((iters / 2)) (-n $iters)"
+            exit 1
+        fi
+        echo "passive server: $busy busy iterations after a fallback turn's first (-n $iters)"
+    fi
 fi
 [ $server_rc -eq 0 ] && [ $client_rc -eq 0 ]
