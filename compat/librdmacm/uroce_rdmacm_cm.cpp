@@ -11,7 +11,9 @@
 #include <cstdio>
 #include <cstring>
 #include <condition_variable>
+#include <deque>
 #include <mutex>
+#include <thread>
 #include <new>
 #include <unordered_map>
 #include <unordered_set>
@@ -38,6 +40,16 @@ std::unordered_map<const uroce::cm_id *, id *> ids;
  * 3d9d8d0); librdmacm would read freed memory there, we say no. */
 std::unordered_set<const rdma_cm_id *> live_ids;
 std::unordered_set<const rdma_event_channel *> live_channels;
+/* The last channels destroyed, and by which thread: another thread's
+ * rdma_get_cm_event that comes just after the destroy raced with it, and
+ * waits as one a moment earlier would (below). A few suffice: the race is
+ * a window of microseconds. */
+struct destroyed_channel {
+    const rdma_event_channel *handle;
+    std::thread::id by;
+};
+std::deque<destroyed_channel> destroyed_channels;
+constexpr size_t destroyed_channels_kept = 16;
 
 void close_cm_at_stop(void *) {
     /* The stack stops (the last ibv_close_device, or exit), lock held. */
@@ -251,6 +263,13 @@ channel *live_channel(rdma_event_channel *c, const char *call) {
     return nullptr;
 }
 
+/* c was destroyed by another thread (ids_mu held). */
+bool destroyed_by_another_thread(const rdma_event_channel *c) {
+    for (const destroyed_channel &d : destroyed_channels)
+        if (d.handle == c) return d.by != std::this_thread::get_id();
+    return false;
+}
+
 /* What a thread blocked on a channel the application destroyed does:
  * nothing, until the process ends (the kernel-backed library's read(2) of
  * the closed fd never returns either). */
@@ -301,6 +320,9 @@ rdma_event_channel *rdma_create_event_channel(void) {
     if (fl >= 0) fcntl(ch->ch.fd, F_SETFL, fl & ~O_NONBLOCK);
     std::lock_guard<std::mutex> lock(ids_mu);
     live_channels.insert(&ch->ch);
+    /* the address may be a destroyed channel's: this one is live */
+    std::erase_if(destroyed_channels,
+                  [&](const destroyed_channel &d) { return d.handle == &ch->ch; });
     return &ch->ch;
 }
 
@@ -318,6 +340,8 @@ void rdma_destroy_event_channel(rdma_event_channel *channel_) {
     {
         std::lock_guard<std::mutex> lock(ids_mu);
         live_channels.erase(&ch->ch);
+        destroyed_channels.push_back({&ch->ch, std::this_thread::get_id()});
+        if (destroyed_channels.size() > destroyed_channels_kept) destroyed_channels.pop_front();
     }
     delete ch;
 }
@@ -545,6 +569,20 @@ int rdma_disconnect(rdma_cm_id *i) {
 }
 
 int rdma_get_cm_event(rdma_event_channel *channel_, rdma_cm_event **out) {
+    /* Another thread destroyed the channel a moment ago: this call raced
+     * with the destroy, and waits as it would have, had it come first
+     * (below). rping's CM thread acknowledges the DISCONNECTED that ends
+     * the run and comes back here while its main thread tears down and
+     * destroys the channel; an error made it exit(), and that exit ran the
+     * library's teardown under the main thread (SIGSEGV, about one
+     * compat_rping run in forty). The thread that destroyed it, or a
+     * handle never made, still gets EINVAL. */
+    bool raced;
+    {
+        std::lock_guard<std::mutex> lock(ids_mu);
+        raced = !live_channels.count(channel_) && destroyed_by_another_thread(channel_);
+    }
+    if (raced) return block_forever();
     channel *ch = live_channel(channel_, __func__);
     if (!ch) return -1;
     uroce::cm_event *u = nullptr;

@@ -11,7 +11,9 @@
  * ibv_start_poll / ibv_next_poll / ibv_end_poll and checks every read_*
  * field against what was sent; the refused creations (timestamps, parent
  * domain) fail with EOPNOTSUPP. librdmacm: a destroyed id and event
- * channel are refused with EINVAL, not dereferenced.
+ * channel are refused with EINVAL, not dereferenced; a thread that meets
+ * a channel another thread has just destroyed waits, as a read(2) begun
+ * before the close would.
  */
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
@@ -26,6 +28,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <atomic>
 #include <string>
 #include <thread>
 
@@ -266,6 +269,33 @@ int channel_destroyed_under_a_waiter() {
     return failures ? 1 : 0;
 }
 
+/* librdmacm: a thread comes to rdma_get_cm_event just after another thread
+ * destroyed the channel: rping's CM thread acknowledges the DISCONNECTED
+ * that ends the run and comes back while the main thread destroys the
+ * channel. It waits, as it would have had it come first; an error made
+ * rping exit() from that thread, and the exit's teardown ran under the
+ * main thread (SIGSEGV, one compat_rping run in forty). The thread that
+ * destroyed the channel gets EINVAL, as for any stale handle. */
+int get_event_just_after_another_threads_destroy() {
+    rdma_event_channel *ch = rdma_create_event_channel();
+    CHECK(ch != nullptr);
+    if (!ch) return 1;
+    rdma_destroy_event_channel(ch);
+    rdma_cm_event *ev = nullptr;
+    errno = 0;
+    CHECK(rdma_get_cm_event(ch, &ev) == -1 && errno == EINVAL);
+    std::atomic<bool> returned{false};
+    std::thread late([ch, &returned] {
+        rdma_cm_event *e = nullptr;
+        rdma_get_cm_event(ch, &e);
+        returned = true;
+    });
+    late.detach();
+    usleep(50 * 1000); /* an error comes back at once */
+    CHECK(!returned.load());
+    return failures ? 1 : 0;
+}
+
 /* librdmacm: an event is taken off a channel by one thread while another
  * destroys the id it names. Either the destroy comes first and the event
  * is dropped, or the event is handed over and rdma_destroy_id waits for
@@ -324,6 +354,7 @@ int main() {
      * process, so this goes first, and run_side's context shares it. */
     int rc = stale_handles();
     if (channel_destroyed_under_a_waiter()) rc = 1;
+    if (get_event_just_after_another_threads_destroy()) rc = 1;
     if (id_destroyed_under_its_event("10.79.0.1")) rc = 1;
     if (run_side(true, s2c[1], c2s[0])) rc = 1;
     int status = 0;
