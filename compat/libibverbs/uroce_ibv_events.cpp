@@ -66,6 +66,9 @@ int ibv_destroy_comp_channel(ibv_comp_channel *channel) {
 int ibv_get_cq_event(ibv_comp_channel *channel, ibv_cq **cq, void **cq_context) {
     auto *ch = reinterpret_cast<compat_comp_channel *>(channel);
     uint64_t one;
+    /* inline mode: the application stops driving now; the fallback thread,
+     * which looks seldom while the application drives, looks at once. */
+    to_ctx(channel->context)->rt->kick_fallback();
     /* Blocks unless the application made the fd non-blocking (then EAGAIN). */
     if (read(ch->ch.fd, &one, sizeof(one)) != sizeof(one)) return -1;
     std::lock_guard<std::mutex> lock(ch->mu);

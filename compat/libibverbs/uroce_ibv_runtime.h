@@ -46,8 +46,11 @@ void report_error(const std::string &msg, int err);
 
 class runtime {
   public:
-    /* inline mode: the fallback thread drives when nobody has for this long. */
+    /* inline mode: the fallback thread drives when nobody has for this
+     * long; it looks that often, or, while the application drives, ever
+     * less often up to fallback_max_sleep_ns. */
     static constexpr uint64_t drive_idle_ns = 50'000;
+    static constexpr uint64_t fallback_max_sleep_ns = 800'000;
     /* Empty ibv_poll_cq calls (thread mode) before the polling thread
      * yields its CPU once: cheap on a dedicated core, and what lets a
      * progress thread that shares the CPU run (doc/compat.md, "Threading
@@ -111,6 +114,14 @@ class runtime {
     void kick() {
         if (napping_.load(std::memory_order_relaxed) && napping_.exchange(0)) wake_progress();
     }
+    /* inline mode, from an application thread about to block (in
+     * ibv_get_cq_event): the fallback thread looks now, not after its
+     * sleep. */
+    void kick_fallback() {
+        if (cfg_.progress == progress_mode::inline_poll &&
+            fallback_kick_.exchange(1, std::memory_order_acq_rel) == 0)
+            wake_fallback();
+    }
     /* The lock as guard takes it, for compat's librdmacm (uroce_ibv_rdmacm.h). */
     void lock() {
         waiters_.fetch_add(1, std::memory_order_relaxed);
@@ -160,6 +171,10 @@ class runtime {
     void signal_cq(compat_cq *cq);
     void nap();
     void wake_progress();
+    /* inline mode: the fallback thread's sleep of ns, cut short by
+     * kick_fallback (true then). */
+    bool fallback_wait(uint64_t ns);
+    void wake_fallback();
     /* memif: park EAL's interrupt thread while the link is up and we poll,
      * with a window at each link check (<uroce/eal_intr_gate.h>). */
     void gate_window_locked();
@@ -182,8 +197,9 @@ class runtime {
     void (*qp_release_hook_)(uroce::qp *) = nullptr;
     std::atomic<unsigned> armed_{0}; /* arms since the last check: 0 = nothing to look at */
     std::atomic<uint64_t> last_drive_ns_{0};
-    std::atomic<uint32_t> napping_{0};     /* futex word: 1 while the progress thread naps */
-    std::atomic<uint64_t> progress_ns_{0}; /* the progress thread's last iteration */
+    std::atomic<uint32_t> napping_{0};       /* futex word: 1 while the progress thread naps */
+    std::atomic<uint64_t> progress_ns_{0};   /* the progress thread's last iteration */
+    std::atomic<uint32_t> fallback_kick_{0}; /* futex word: 1 once kicked, until it looks */
     uint64_t next_link_check_ns_ = 0;
     /* inline mode, the fallback thread's (UROCE_COUNTERS): its turns, and
      * the iterations after a turn's first that moved something */
