@@ -440,8 +440,8 @@ std::string endpoint::bw_loop(uint64_t size, bw_mode mode, bw_result &out,
     clock::time_point all_sent{}; /* -n: when the last of this side's WRs completed */
     interval_meter intervals(p_.duration_s, size, t0);
     bool stopping = false;
-    /* -D: the sample window, [margin, duration - margin] with -f
-     * (perftest's SAMPLE_STATE), else from the start to the stop */
+    /* -D -f: the sample window, [margin, duration - margin] (perftest's
+     * SAMPLE_STATE); without -f the whole run */
     const bool windowed = timed && p_.margin_s > 0;
     bool sampling = !windowed, sampled = false;
     window_edge sample0 = start, sample1;
@@ -533,9 +533,9 @@ std::string endpoint::bw_loop(uint64_t size, bw_mode mode, bw_result &out,
         if (timed) {
             if (!stopping && seconds_since(t0) >= p_.duration_s) {
                 stopping = true; /* post no more; drain what is in flight */
-                /* The window ends here at the latest: without -f it is the
-                 * run's, and with -f a stall may have run past its end. */
-                if (!sampled) {
+                /* With -f the window ends here at the latest (a stall may
+                 * have run past its end). */
+                if (windowed && !sampled) {
                     sample1 = window_edge::mark(now, counted(), util);
                     if (!sampling) sample0 = sample1;
                     sampled = true;
@@ -568,8 +568,12 @@ std::string endpoint::bw_loop(uint64_t size, bw_mode mode, bw_result &out,
     }
     if (forever) return {}; /* its figures went to on_interval */
     out.size = size;
-    if (timed)
+    if (windowed)
         span_between(sample0, sample1, util, out);
+    else if (timed) /* the whole run with its drain: with thousands of QPs
+                     * and one signaled WR per cq_mod, the completions of
+                     * what was posted come seconds after the stop */
+        span_between(start, window_edge::mark(clock::now(), counted(), util), util, out);
     else /* perftest's rate: from the first post to this side's last
           * completion (with -b SEND the peer's last message may come later) */
         span_between(start, window_edge::mark(all_sent, total_done, false), false, out);
