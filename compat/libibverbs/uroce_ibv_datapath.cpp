@@ -107,13 +107,6 @@ int post_uroce_sends(compat_qp *q, uroce::send_wr *first, int *bad_index) {
     return to_errno(e);
 }
 
-uroce::wc *stash_take(compat_cq *c, int &n, int num) {
-    n = int(std::min<size_t>(size_t(num), c->stash.size() - c->stash_head));
-    uroce::wc *p = c->stash.data() + c->stash_head;
-    c->stash_head += size_t(n);
-    return p;
-}
-
 void to_ibv_wc(const uroce::wc &u, ibv_wc &w) {
     w.wr_id = u.wr_id;
     w.status = ibv_wc_status(u.status);
@@ -244,13 +237,6 @@ int op_poll_cq(ibv_cq *cq, int num, ibv_wc *wc) {
     }
     runtime::guard g(rt);
     rt.drive_locked();
-    while (total < num && c->stash_head < c->stash.size()) {
-        int n;
-        const uroce::wc *s = stash_take(c, n, num - total);
-        for (int i = 0; i < n; i++)
-            to_ibv_wc(s[i], wc[total + i]);
-        total += n;
-    }
     while (total < num) {
         const int got = uroce::poll_cq(c->ucq, std::min(num - total, chunk), u.data());
         if (got <= 0) break;
@@ -259,6 +245,7 @@ int op_poll_cq(ibv_cq *cq, int num, ibv_wc *wc) {
         total += got;
         if (got < chunk) break;
     }
+    c->taken += uint64_t(total);
     return total;
 }
 

@@ -26,7 +26,18 @@ int op_req_notify_cq(ibv_cq *cq, int solicited_only) {
     (void)solicited_only; /* any completion signals: a superset of solicited ones */
     compat_cq *c = to_cq(cq);
     if (!c->chan) return 0; /* no channel: nowhere to signal, as with a provider */
-    if (!c->armed.exchange(true)) to_ctx(cq->context)->rt->note_armed();
+    runtime &rt = *to_ctx(cq->context)->rt;
+    /* The next completion signals, not one already there (ibv_req_notify_cq(3),
+     * rxe_req_notify_cq). armed_at is read by the loop after it sees armed
+     * (release / acquire); in inline mode the count needs the lock. */
+    if (c->armed.load(std::memory_order_relaxed)) return 0;
+    if (rt.mode() == progress_mode::thread) {
+        c->armed_at = rt.produced_locked(c);
+    } else {
+        runtime::guard g(rt);
+        c->armed_at = rt.produced_locked(c);
+    }
+    if (!c->armed.exchange(true, std::memory_order_release)) rt.note_armed();
     return 0;
 }
 

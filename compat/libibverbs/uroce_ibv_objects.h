@@ -91,12 +91,14 @@ struct compat_cq {
     spin_lock post_lock;      /* producers of ch's request ring */
     spin_lock poll_lock;      /* consumer of ch's completion ring */
     unsigned empty_polls = 0; /* consecutive empty ibv_poll_cq calls (under poll_lock) */
-    /* inline mode: completions taken from the uroce CQ to find out whether
-     * an armed CQ has any (ibv_poll_cq hands them out first). */
-    std::vector<uroce::wc> stash;
-    size_t stash_head = 0;
-    /* ibv_req_notify_cq: armed until the next completion signals the channel. */
+    /* inline mode: completions ibv_poll_cq took from the uroce CQ (lock held) */
+    uint64_t taken = 0;
+    /* ibv_req_notify_cq: armed until the next completion signals the
+     * channel; armed_at is how many completions the CQ had produced then
+     * (produced(), uroce_ibv_runtime.h): only a later one signals, as ibv_req_notify_cq(3)
+     * ("upon the addition of a new CQE") and rxe have it. */
     std::atomic<bool> armed{false};
+    uint64_t armed_at = 0;
     compat_comp_channel *chan = nullptr;
     /* Events handed to the application (ibv_get_cq_event; ibv_get_async_event's
      * CQ_ERR), under cq.mutex: ibv_destroy_cq waits until the acks

@@ -154,6 +154,13 @@ class runtime {
     void forget_event_obj_locked(const void *uobj, const void *ibv_obj);
     /* An armed CQ was added: the loop starts checking (any thread). */
     void note_armed() { armed_.fetch_add(1, std::memory_order_release); }
+    /* The completions cq has produced so far: moved into its work channel
+     * (thread mode; any thread), or taken by ibv_poll_cq plus those still
+     * in the uroce CQ (inline mode; the lock held). */
+    uint64_t produced_locked(const compat_cq *c) const {
+        if (c->ch) return c->ch->serve_counters().completions.load(std::memory_order_acquire);
+        return c->taken + uroce::cq_count(c->ucq);
+    }
 
     /* ibv_device_attr's max_inline_data, and the channels' inline room. */
     static constexpr uint32_t max_inline = 256;

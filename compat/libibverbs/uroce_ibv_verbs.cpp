@@ -414,9 +414,9 @@ ibv_cq_ex *op_create_cq_ex(ibv_context *ctx, ibv_cq_init_attr_ex *attr) {
 extern "C" {
 
 /* As rxe_resize_cq: EINVAL for a size below 1, above max_cqe or below the
- * completions the CQ holds; those stay, in order. Here they may be in three
- * places: the uroce CQ, and (thread mode) the work channel's completion ring
- * or (inline mode) the stash, which ibv_poll_cq hands out first; all count.
+ * completions the CQ holds; those stay, in order. Here they may be in two
+ * places: the uroce CQ, and (thread mode) the work channel's completion
+ * ring, which ibv_poll_cq hands out first; both count.
  * The channel's ring keeps its size: it only buffers, what does not fit
  * waits in the uroce CQ. */
 int ibv_resize_cq(ibv_cq *cq, int cqe) {
@@ -429,8 +429,6 @@ int ibv_resize_cq(ibv_cq *cq, int cqe) {
          * (an application thread polling meanwhile only lowers it) */
         held += c->ch->serve_counters().completions.load(std::memory_order_acquire) -
                 c->ch->app_counters().polled.load(std::memory_order_acquire);
-    } else {
-        held += c->stash.size() - c->stash_head;
     }
     if (cqe < 1 || uint64_t(cqe) < held) return EINVAL;
     const verbs_error e = uroce::resize_cq(c->ucq, cqe);
