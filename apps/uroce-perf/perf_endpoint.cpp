@@ -45,6 +45,12 @@ class wait_limit {
     unsigned polls_ = 0;
 };
 
+/* r's average rates from `counted` messages of r.size over r.seconds. */
+void set_rates(bw_result &r, double counted) {
+    r.bw_avg_bytes_s = counted * double(r.size) / r.seconds;
+    r.msg_rate_mpps = counted / r.seconds / 1e6;
+}
+
 /* --run_infinitely: each -D seconds' figures (perftest's
  * print_bw_infinite_mode), from a count that only grows; one for a
  * requester's completions and a send_bw server's receives alike. */
@@ -61,8 +67,7 @@ class interval_meter {
         r.size = size_;
         r.iters = count - count0_;
         r.seconds = std::chrono::duration<double>(now - t0_).count();
-        r.bw_avg_bytes_s = double(r.iters) * double(size_) / r.seconds;
-        r.msg_rate_mpps = double(r.iters) / r.seconds / 1e6;
+        set_rates(r, double(r.iters));
         report(r);
         t0_ = now;
         count0_ = count;
@@ -577,9 +582,8 @@ std::string endpoint::bw_loop(uint64_t size, bw_mode mode, bw_result &out,
     else /* perftest's rate: from the first post to this side's last
           * completion (with -b SEND the peer's last message may come later) */
         span_between(start, window_edge::mark(all_sent, total_done, false), false, out);
-    out.bw_avg_bytes_s = double(out.iters) * double(size) / out.seconds;
+    set_rates(out, double(out.iters));
     out.bw_peak_bytes_s = peak.best_bytes_per_s(size);
-    out.msg_rate_mpps = double(out.iters) / out.seconds / 1e6;
     return {};
 }
 
@@ -646,20 +650,14 @@ std::string endpoint::serve_send_bw(uint64_t size, uint64_t iters, bw_result &ou
     out.bw_peak_bytes_s = 0;
     if (timed) {
         span_between(sample0, sample1, p_.cpu_util, out);
-        if (out.seconds > 0) {
-            out.bw_avg_bytes_s = double(out.iters) * double(size) / out.seconds;
-            out.msg_rate_mpps = double(out.iters) / out.seconds / 1e6;
-        }
+        if (out.seconds > 0) set_rates(out, double(out.iters));
         return {};
     }
     out.iters = got;
     /* The first completion starts the clock, so it is not counted in the rate. */
     out.seconds = std::chrono::duration<double>(last - first).count();
     const double counted = double(got > 1 ? got - 1 : got);
-    if (out.seconds > 0) {
-        out.bw_avg_bytes_s = counted * double(size) / out.seconds;
-        out.msg_rate_mpps = counted / out.seconds / 1e6;
-    }
+    if (out.seconds > 0) set_rates(out, counted);
     return {};
 }
 
