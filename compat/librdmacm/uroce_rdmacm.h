@@ -62,7 +62,9 @@ class guard {
  * EINVAL and one stderr line naming `call` for any other pointer (one
  * destroyed already, or never made here). */
 id *live_id(rdma_cm_id *i, const char *call);
-channel *live_channel(rdma_event_channel *c, const char *call);
+/* raced: given, and c was destroyed by another thread a moment ago, it is
+ * set (no stderr line, errno untouched): rdma_get_cm_event waits then. */
+channel *live_channel(rdma_event_channel *c, const char *call, bool *raced = nullptr);
 
 /* errno from the CM's error, -1 (librdmacm's convention); 0 for ok. */
 int fail(uroce::verbs_error e);

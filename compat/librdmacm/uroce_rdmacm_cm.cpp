@@ -254,20 +254,24 @@ id *live_id(rdma_cm_id *i, const char *call) {
     return nullptr;
 }
 
-channel *live_channel(rdma_event_channel *c, const char *call) {
-    {
-        std::lock_guard<std::mutex> lock(ids_mu);
-        if (c && live_channels.count(c)) return reinterpret_cast<channel *>(c);
-    }
-    stale(call, "rdma_event_channel");
-    return nullptr;
-}
-
 /* c was destroyed by another thread (ids_mu held). */
 bool destroyed_by_another_thread(const rdma_event_channel *c) {
     for (const destroyed_channel &d : destroyed_channels)
         if (d.handle == c) return d.by != std::this_thread::get_id();
     return false;
+}
+
+channel *live_channel(rdma_event_channel *c, const char *call, bool *raced) {
+    {
+        std::lock_guard<std::mutex> lock(ids_mu);
+        if (c && live_channels.count(c)) return reinterpret_cast<channel *>(c);
+        if (raced && destroyed_by_another_thread(c)) {
+            *raced = true;
+            return nullptr;
+        }
+    }
+    stale(call, "rdma_event_channel");
+    return nullptr;
 }
 
 /* What a thread blocked on a channel the application destroyed does:
@@ -577,13 +581,9 @@ int rdma_get_cm_event(rdma_event_channel *channel_, rdma_cm_event **out) {
      * library's teardown under the main thread (SIGSEGV, about one
      * compat_rping run in forty). The thread that destroyed it, or a
      * handle never made, still gets EINVAL. */
-    bool raced;
-    {
-        std::lock_guard<std::mutex> lock(ids_mu);
-        raced = !live_channels.count(channel_) && destroyed_by_another_thread(channel_);
-    }
+    bool raced = false;
+    channel *ch = live_channel(channel_, __func__, &raced);
     if (raced) return block_forever();
-    channel *ch = live_channel(channel_, __func__);
     if (!ch) return -1;
     uroce::cm_event *u = nullptr;
     event_wrappers held;
