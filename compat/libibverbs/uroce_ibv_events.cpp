@@ -31,10 +31,9 @@ int op_req_notify_cq(ibv_cq *cq, int solicited_only) {
      * rxe_req_notify_cq). armed_at is read by the loop after it sees armed
      * (release / acquire); in inline mode the count needs the lock. */
     if (c->armed.load(std::memory_order_relaxed)) return 0;
-    if (rt.mode() == progress_mode::thread) {
-        c->armed_at = rt.produced_locked(c);
-    } else {
-        runtime::guard g(rt);
+    {
+        std::unique_lock<runtime> lock(rt, std::defer_lock);
+        if (rt.mode() != progress_mode::thread) lock.lock();
         c->armed_at = rt.produced_locked(c);
     }
     if (!c->armed.exchange(true, std::memory_order_release)) rt.note_armed();

@@ -95,7 +95,7 @@ struct compat_cq {
     uint64_t taken = 0;
     /* ibv_req_notify_cq: armed until the next completion signals the
      * channel; armed_at is how many completions the CQ had produced then
-     * (produced(), uroce_ibv_runtime.h): only a later one signals, as ibv_req_notify_cq(3)
+     * (runtime::produced_locked): only a later one signals, as ibv_req_notify_cq(3)
      * ("upon the addition of a new CQE") and rxe have it. */
     std::atomic<bool> armed{false};
     uint64_t armed_at = 0;

@@ -40,6 +40,18 @@ runtime *global_rt = nullptr;          /* the process's stack, while someone use
 std::unique_ptr<eal_session> eal_sess; /* EAL: once per process */
 bool atexit_registered = false;
 
+/* Sleep on word while it holds `expected`, ns at most (returns at once
+ * if it no longer does), and wake one such sleeper. */
+void futex_wait(std::atomic<uint32_t> &word, uint32_t expected, uint64_t ns) {
+    const timespec ts{long(ns / 1'000'000'000), long(ns % 1'000'000'000)};
+    syscall(SYS_futex, reinterpret_cast<uint32_t *>(&word), FUTEX_WAIT_PRIVATE, expected, &ts,
+            nullptr, 0);
+}
+void futex_wake(std::atomic<uint32_t> &word) {
+    syscall(SYS_futex, reinterpret_cast<uint32_t *>(&word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr,
+            0);
+}
+
 void stop_at_exit() {
     /* The application exits with contexts open (most tools do): stop the
      * threads and the port before static destructors run. */
@@ -262,29 +274,23 @@ void runtime::gate_window_locked() {
 
 void runtime::nap() {
     napping_.store(1, std::memory_order_seq_cst);
-    const timespec ts{0, long(nap_ns)};
     /* Returns at once if a post already cleared the word (kick). */
-    syscall(SYS_futex, reinterpret_cast<uint32_t *>(&napping_), FUTEX_WAIT_PRIVATE, 1u, &ts,
-            nullptr, 0);
+    futex_wait(napping_, 1, nap_ns);
     napping_.store(0, std::memory_order_relaxed);
 }
 
 bool runtime::fallback_wait(uint64_t ns) {
-    const timespec ts{long(ns / 1'000'000'000), long(ns % 1'000'000'000)};
     /* Returns at once if a kick came since the last look. */
-    syscall(SYS_futex, reinterpret_cast<uint32_t *>(&fallback_kick_), FUTEX_WAIT_PRIVATE, 0u, &ts,
-            nullptr, 0);
+    futex_wait(fallback_kick_, 0, ns);
     return fallback_kick_.exchange(0, std::memory_order_acq_rel) != 0;
 }
 
 void runtime::wake_fallback() {
-    syscall(SYS_futex, reinterpret_cast<uint32_t *>(&fallback_kick_), FUTEX_WAKE_PRIVATE, 1,
-            nullptr, nullptr, 0);
+    futex_wake(fallback_kick_);
 }
 
 void runtime::wake_progress() {
-    syscall(SYS_futex, reinterpret_cast<uint32_t *>(&napping_), FUTEX_WAKE_PRIVATE, 1, nullptr,
-            nullptr, 0);
+    futex_wake(napping_);
 }
 
 unsigned runtime::drive_locked() {
