@@ -29,6 +29,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <atomic>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -284,15 +285,16 @@ int get_event_just_after_another_threads_destroy() {
     rdma_cm_event *ev = nullptr;
     errno = 0;
     CHECK(rdma_get_cm_event(ch, &ev) == -1 && errno == EINVAL);
-    std::atomic<bool> returned{false};
-    std::thread late([ch, &returned] {
+    /* shared: the detached thread may write it after this function returns */
+    auto returned = std::make_shared<std::atomic<bool>>(false);
+    std::thread late([ch, returned] {
         rdma_cm_event *e = nullptr;
         rdma_get_cm_event(ch, &e);
-        returned = true;
+        *returned = true;
     });
     late.detach();
     usleep(50 * 1000); /* an error comes back at once */
-    CHECK(!returned.load());
+    CHECK(!returned->load());
     return failures ? 1 : 0;
 }
 
