@@ -178,6 +178,11 @@ void runtime::stop() {
                 std::fprintf(stderr, "compat.fallback wakeups %llu busy_continued %llu\n",
                              (unsigned long long)fallback_wakeups_,
                              (unsigned long long)fallback_busy_continued_);
+            else
+                std::fprintf(stderr, "compat.progress naps %llu\n", (unsigned long long)naps_);
+            std::fprintf(stderr, "compat.events signalled %llu armed_pauses %llu\n",
+                         (unsigned long long)events_signalled_.load(),
+                         (unsigned long long)armed_pauses_);
             if (gate_intr_)
                 std::fprintf(stderr, "compat.intr_gate windows %llu park_timeouts %llu\n",
                              (unsigned long long)eal_intr_gate::instance().windows(),
@@ -208,15 +213,18 @@ void runtime::progress_loop() {
                 std::lock_guard<std::mutex> lock(mu_);
                 moved = drive_locked();
             }
-            progress_ns_.store(monotonic_ns(), std::memory_order_relaxed);
+            const uint64_t now = monotonic_ns();
+            progress_ns_.store(now, std::memory_order_relaxed);
             /* Idle for a while: nap, so the application's threads get the
              * CPU when threads outnumber CPUs (they drive the stack
              * themselves meanwhile, help_drive), as a kernel provider
-             * sleeps until an interrupt. */
+             * sleeps until an interrupt. Not while an application waits
+             * for a completion event: it has given up its CPU, and a nap
+             * would hold the answer back (event_busy_poll_ns). */
             idle = moved ? 0 : idle + 1;
             if (idle >= idle_spins_before_nap) {
                 idle = 0;
-                nap();
+                if (!event_awaited(now)) nap();
             }
         } else {
             /* While the application drives, look less and less often (up
@@ -247,11 +255,16 @@ void runtime::fallback_drive() {
      * application wants the lock: then it drives again. */
     fallback_wakeups_++;
     /* A first iteration that moves nothing ends the turn: an application
-     * blocked with nothing in flight costs one iteration per wake-up. */
+     * blocked with nothing in flight costs one iteration per wake-up. While
+     * an armed CQ awaits its event the turn goes on (event_awaited). */
     unsigned idle = idle_spins_before_nap - 1;
     bool first = true;
-    while (idle < idle_spins_before_nap && !stop_.load(std::memory_order_relaxed) &&
+    while (!stop_.load(std::memory_order_relaxed) &&
            waiters_.load(std::memory_order_relaxed) == 0) {
+        if (idle >= idle_spins_before_nap && !event_awaited(monotonic_ns())) {
+            count_pause();
+            return;
+        }
         std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
         if (!lock.owns_lock()) return;
         const bool moved = drive_locked() != 0;
@@ -272,7 +285,22 @@ void runtime::gate_window_locked() {
     }
 }
 
+void runtime::count_pause() {
+    /* Before the first event the application may wait for something else
+     * (its peer's TCP exchange) with a CQ armed; the frames of the peer's
+     * start-up (ARP, ND) break that wait into spells. */
+    if (!armed_.load(std::memory_order_relaxed) ||
+        !events_signalled_.load(std::memory_order_relaxed))
+        return;
+    const uint64_t spell = last_moved_ns_.load(std::memory_order_relaxed);
+    if (spell == armed_pause_spell_) return;
+    armed_pause_spell_ = spell;
+    armed_pauses_++;
+}
+
 void runtime::nap() {
+    naps_++;
+    count_pause();
     napping_.store(1, std::memory_order_seq_cst);
     /* Returns at once if a post already cleared the word (kick). */
     futex_wait(napping_, 1, nap_ns);
@@ -318,6 +346,7 @@ unsigned runtime::drive_locked() {
     check_async_locked();
     const uint64_t now = monotonic_ns();
     last_drive_ns_.store(now, std::memory_order_relaxed);
+    if (n) last_moved_ns_.store(now, std::memory_order_relaxed);
     if (now >= next_link_check_ns_) {
         next_link_check_ns_ = now + 100'000'000ull;
         if (gate_intr_) gate_window_locked();
@@ -329,6 +358,7 @@ unsigned runtime::drive_locked() {
 void runtime::signal_cq(compat_cq *cq) {
     if (!cq->armed.exchange(false)) return;
     armed_.fetch_sub(1, std::memory_order_relaxed);
+    events_signalled_.fetch_add(1, std::memory_order_relaxed);
     compat_comp_channel *ch = cq->chan;
     {
         std::lock_guard<std::mutex> lock(ch->mu);

@@ -16,6 +16,11 @@
 #             half of the -n requests found it still driving after a busy
 #             iteration (UROCE_COUNTERS' compat.fallback busy_continued;
 #             one iteration per 50 us wake-up made each request wait).
+#   With -e (completion events) a pingpong also checks that neither side
+#   paused polling while it awaited an event, beyond a few quiet spells
+#   (UROCE_COUNTERS' compat.events armed_pauses below -n / 50: a peer
+#   descheduled for over a millisecond): a nap or sleep at each hop made
+#   every iteration wait up to 50 us per side.
 # Skips (77) without the Debian binary (ibverbs-utils, perftest).
 set -u
 libdir=$1 kind=$2 progress=$3 port=$4 tool=$5
@@ -42,6 +47,10 @@ case "$kind $progress $tool" in "perftest inline ib_read_lat" | "perftest inline
     counters=1 passive=1 ;;
 esac
 for ((i = 0; i < ${#args[@]} - 1; i++)); do [ "${args[i]}" = -n ] && iters=${args[i + 1]}; done
+events=0
+if [ "$kind" = pingpong ]; then
+    for a in "${args[@]}"; do [ "$a" = -e ] && counters=1 events=1; done
+fi
 # The server's name: for the TCP exchange the kernel's loopback; for the
 # rdma_cm (-R) uroce's own address on the memif link.
 # With -R the client waits for the server's "Waiting for client" (printed
@@ -97,6 +106,16 @@ for side in server client; do
 done
 if [ "$kind" = pingpong ]; then
     grep -q "iters in" "$dir/server.log" && grep -q "iters in" "$dir/client.log" || exit 1
+    if [ $events = 1 ]; then
+        for side in server client; do
+            pauses=$(sed -n 's/^compat\.events signalled [0-9]* armed_pauses \([0-9]*\)$/\1/p' "$dir/$side.log")
+            if [ -z "$pauses" ] || [ "$pauses" -ge $((iters / 50)) ]; then
+                echo "FAIL: the $side paused polling in ${pauses:-no count of} quiet spells while it awaited a completion event, want < $((iters / 50)) (-n $iters)"
+                exit 1
+            fi
+            echo "$side: $pauses pauses in polling while a completion event was awaited (-n $iters)"
+        done
+    fi
 else
     # The result table: a header line starting with " #bytes", then one line of numbers.
     grep -A1 "^ #bytes" "$dir/client.log" | grep -qE "^ +[0-9]+ +[0-9]+ " || exit 1
