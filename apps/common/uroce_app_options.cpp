@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "uroce_app_options.h"
 
+#include <arpa/inet.h>
 #include <getopt.h>
+#include <netinet/in.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -171,6 +173,23 @@ bool parse_number(const char *text, long lo, long hi, long &out) {
     if (*end || errno || v < lo || v > hi) return false;
     out = v;
     return true;
+}
+
+bool parse_sockaddr(const std::string &text, uint16_t port, sockaddr_storage &out) {
+    std::memset(&out, 0, sizeof out);
+    auto *v4 = reinterpret_cast<sockaddr_in *>(&out);
+    auto *v6 = reinterpret_cast<sockaddr_in6 *>(&out);
+    if (inet_pton(AF_INET, text.c_str(), &v4->sin_addr) == 1) {
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons(port);
+        return true;
+    }
+    if (inet_pton(AF_INET6, text.c_str(), &v6->sin6_addr) == 1) {
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons(port);
+        return true;
+    }
+    return false;
 }
 
 std::optional<mtu> ib_mtu_from_bytes(long bytes) {

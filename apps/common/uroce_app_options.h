@@ -18,6 +18,8 @@
 #ifndef UROCE_APP_OPTIONS_H
 #define UROCE_APP_OPTIONS_H
 
+#include <sys/socket.h>
+
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -88,6 +90,9 @@ app_option number_option(std::string long_name, char short_name, std::string val
                          std::string help, long lo, long hi, std::function<void(long)> set);
 /* A flag that sets b. */
 app_option flag_option(std::string long_name, char short_name, std::string help, bool &b);
+/* An IPv4 or IPv6 address in text form, with port, as a socket address for
+ * the rdma_cm (zeroed first); false if text is neither. */
+bool parse_sockaddr(const std::string &text, uint16_t port, sockaddr_storage &out);
 /* 256, 512, 1024, 2048 or 4096 as an IB MTU. */
 std::optional<mtu> ib_mtu_from_bytes(long bytes);
 

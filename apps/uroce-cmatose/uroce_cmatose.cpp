@@ -63,23 +63,6 @@ struct options {
     const char *name() const { return ud ? "udaddy" : "cmatose"; }
 };
 
-bool parse_ip(const std::string &text, uint16_t port, sockaddr_storage &out) {
-    std::memset(&out, 0, sizeof out);
-    auto *v4 = reinterpret_cast<sockaddr_in *>(&out);
-    auto *v6 = reinterpret_cast<sockaddr_in6 *>(&out);
-    if (inet_pton(AF_INET, text.c_str(), &v4->sin_addr) == 1) {
-        v4->sin_family = AF_INET;
-        v4->sin_port = htons(port);
-        return true;
-    }
-    if (inet_pton(AF_INET6, text.c_str(), &v6->sin6_addr) == 1) {
-        v6->sin6_family = AF_INET6;
-        v6->sin6_port = htons(port);
-        return true;
-    }
-    return false;
-}
-
 int parse_args(int argc, char **argv, options &o) {
     command_line cl(
         "uroce-cmatose",
@@ -170,9 +153,9 @@ int parse_args(int argc, char **argv, options &o) {
     if (!format.empty() && format.compare(0, 3, "gid") == 0)
         return cl.usage_error("-f gid: AF_IB addresses are not supported");
     sockaddr_storage probe;
-    if (!o.dst.empty() && !parse_ip(o.dst, 0, probe))
+    if (!o.dst.empty() && !parse_sockaddr(o.dst, 0, probe))
         return cl.usage_error("-s " + o.dst + ": not an IPv4 or IPv6 address");
-    if (!o.src.empty() && !parse_ip(o.src, 0, probe))
+    if (!o.src.empty() && !parse_sockaddr(o.src, 0, probe))
         return cl.usage_error("-b " + o.src + ": not an IPv4 or IPv6 address");
     if (o.stack.ips.empty()) return cl.usage_error("no local address: give --ip ADDR[/LEN]");
     if (o.stack.vdev.empty() && o.stack.port_id < 0)
@@ -516,7 +499,7 @@ class test {
         if (verbs_error e = create_id(ch_, &listen_id, this, o_.ps); e != verbs_error::ok)
             return fail("listen request failed", e);
         sockaddr_storage sin;
-        parse_ip(o_.src.empty() ? "0.0.0.0" : o_.src, o_.port, sin);
+        parse_sockaddr(o_.src.empty() ? "0.0.0.0" : o_.src, o_.port, sin);
         int ret = 0;
         if (verbs_error e = bind_addr(listen_id, reinterpret_cast<sockaddr *>(&sin));
             e != verbs_error::ok) {
@@ -572,8 +555,8 @@ class test {
     int run_client() {
         std::printf("%s: starting client\n", o_.name());
         sockaddr_storage dst, src;
-        parse_ip(o_.dst, o_.port, dst);
-        const bool have_src = !o_.src.empty() && parse_ip(o_.src, 0, src);
+        parse_sockaddr(o_.dst, o_.port, dst);
+        const bool have_src = !o_.src.empty() && parse_sockaddr(o_.src, 0, src);
         if (!st_.wait_link_up(std::chrono::seconds(10))) {
             std::printf("%s: the port's link is down\n", o_.name());
             return -1;

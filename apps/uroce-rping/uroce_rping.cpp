@@ -93,23 +93,6 @@ struct options {
     uint32_t timeout_s = 0; /* 0: wait as long as it takes, as rping */
 };
 
-bool parse_ip(const std::string &text, uint16_t port, sockaddr_storage &out) {
-    std::memset(&out, 0, sizeof out);
-    auto *v4 = reinterpret_cast<sockaddr_in *>(&out);
-    auto *v6 = reinterpret_cast<sockaddr_in6 *>(&out);
-    if (inet_pton(AF_INET, text.c_str(), &v4->sin_addr) == 1) {
-        v4->sin_family = AF_INET;
-        v4->sin_port = htons(port);
-        return true;
-    }
-    if (inet_pton(AF_INET6, text.c_str(), &v6->sin6_addr) == 1) {
-        v6->sin6_family = AF_INET6;
-        v6->sin6_port = htons(port);
-        return true;
-    }
-    return false;
-}
-
 int parse_args(int argc, char **argv, options &o) {
     command_line cl("uroce-rping",
                     "Usage:\n"
@@ -173,9 +156,9 @@ int parse_args(int argc, char **argv, options &o) {
     o.server = server ? 1 : 0;
     if (client && o.addr.empty()) return cl.usage_error("the client needs the server's -a addr");
     sockaddr_storage probe;
-    if (!o.addr.empty() && !parse_ip(o.addr, 0, probe))
+    if (!o.addr.empty() && !parse_sockaddr(o.addr, 0, probe))
         return cl.usage_error("-a " + o.addr + ": not an IPv4 or IPv6 address");
-    if (!o.source.empty() && !parse_ip(o.source, 0, probe))
+    if (!o.source.empty() && !parse_sockaddr(o.source, 0, probe))
         return cl.usage_error("-I " + o.source + ": not an IPv4 or IPv6 address");
     if (o.persistent && !server) return cl.usage_error("-P is for the server (-s)");
     if (o.stack.ips.empty()) return cl.usage_error("no local address: give --ip ADDR[/LEN]");
@@ -728,7 +711,7 @@ class rping {
     int run_server(cm_id *id) {
         listen_id_ = id;
         sockaddr_storage sin;
-        if (!parse_ip(o_.addr.empty() ? "0.0.0.0" : o_.addr, o_.port, sin))
+        if (!parse_sockaddr(o_.addr.empty() ? "0.0.0.0" : o_.addr, o_.port, sin))
             return fail("bad address " + o_.addr);
         if (verbs_error e = bind_addr(id, reinterpret_cast<sockaddr *>(&sin));
             e != verbs_error::ok) {
@@ -773,8 +756,8 @@ class rping {
 
     int run_client(cm_id *id) {
         sockaddr_storage dst, src;
-        parse_ip(o_.addr, o_.port, dst);
-        const bool have_src = !o_.source.empty() && parse_ip(o_.source, 0, src);
+        parse_sockaddr(o_.addr, o_.port, dst);
+        const bool have_src = !o_.source.empty() && parse_sockaddr(o_.source, 0, src);
         if (!st_.wait_link_up(std::chrono::seconds(10))) return fail("the port's link is down");
         if (verbs_error e =
                 resolve_addr(id, have_src ? reinterpret_cast<sockaddr *>(&src) : nullptr,

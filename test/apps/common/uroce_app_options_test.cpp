@@ -4,8 +4,11 @@
  * and --link-mtu the link's, EAL arguments before "--", positional
  * arguments anywhere, --help, and usage errors with their messages.
  */
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -160,6 +163,27 @@ TEST(app_options, finish_gives_the_exit_codes) {
     testing::internal::CaptureStdout();
     EXPECT_EQ(help.cl.finish(help.r), exit_ok);
     EXPECT_NE(testing::internal::GetCapturedStdout().find("Usage: app"), std::string::npos);
+}
+
+TEST(app_options, parse_sockaddr) {
+    sockaddr_storage ss;
+    ASSERT_TRUE(parse_sockaddr("10.0.0.7", 7174, ss));
+    const auto *v4 = reinterpret_cast<const sockaddr_in *>(&ss);
+    EXPECT_EQ(v4->sin_family, AF_INET);
+    EXPECT_EQ(ntohs(v4->sin_port), 7174);
+    EXPECT_EQ(ntohl(v4->sin_addr.s_addr), 0x0a000007u);
+
+    ASSERT_TRUE(parse_sockaddr("fe80::1", 0, ss));
+    const auto *v6 = reinterpret_cast<const sockaddr_in6 *>(&ss);
+    EXPECT_EQ(v6->sin6_family, AF_INET6);
+    EXPECT_EQ(v6->sin6_port, 0);
+    EXPECT_EQ(v6->sin6_addr.s6_addr[0], 0xfe);
+    EXPECT_EQ(v6->sin6_addr.s6_addr[15], 1);
+    EXPECT_EQ(v6->sin6_scope_id, 0u); /* zeroed, whatever was there */
+
+    std::memset(&ss, 0xab, sizeof ss);
+    for (const char *bad : {"", "10.0.0", "10.0.0.256", "host.example", "fe80::1::2", " 10.0.0.1"})
+        EXPECT_FALSE(parse_sockaddr(bad, 1, ss)) << bad;
 }
 
 } // namespace
