@@ -28,8 +28,8 @@ struct id {
     rdma_cm_id id;
     uroce::cm_id *uid = nullptr;
     channel *chan = nullptr;
-    /* CQs and their channels rdma_create_qp made (the attr had none). */
-    bool own_cqs = false;
+    /* The PD rdma_create_qp allocated (none given, the id had none); the
+     * CQs it made are the id's send_cq / recv_cq (destroy_own_cqs). */
     bool own_pd = false;
     /* Events naming it handed to the application and not yet acknowledged
      * (ids_mu): rdma_destroy_id waits for them. */

@@ -435,6 +435,19 @@ int rdma_resolve_route(rdma_cm_id *i, int timeout_ms) {
     return fail(e);
 }
 
+/* The CQs and completion channels rdma_create_qp made for the id, which
+ * are the only ones it records there (librdmacm's ucma_destroy_cqs): an
+ * application's own CQs stay its own. */
+static void destroy_own_cqs(rdma_cm_id *i) {
+    if (i->send_cq) ibv_destroy_cq(i->send_cq);
+    if (i->recv_cq && i->recv_cq != i->send_cq) ibv_destroy_cq(i->recv_cq);
+    if (i->send_cq_channel) ibv_destroy_comp_channel(i->send_cq_channel);
+    if (i->recv_cq_channel && i->recv_cq_channel != i->send_cq_channel)
+        ibv_destroy_comp_channel(i->recv_cq_channel);
+    i->send_cq = i->recv_cq = nullptr;
+    i->send_cq_channel = i->recv_cq_channel = nullptr;
+}
+
 int rdma_create_qp(rdma_cm_id *i, ibv_pd *pd, ibv_qp_init_attr *attr) {
     id *w = live_id(i, __func__);
     if (!w) return -1;
@@ -451,37 +464,35 @@ int rdma_create_qp(rdma_cm_id *i, ibv_pd *pd, ibv_qp_init_attr *attr) {
         }
         pd = i->pd;
     }
+    /* librdmacm makes the missing CQs, each with a completion channel, and
+     * records those (and only those) in the id; a failure below undoes
+     * them, as librdmacm's rdma_create_qp_ex does. */
+    auto make_cq = [i](uint32_t depth, ibv_comp_channel *&channel, ibv_cq *&cq) {
+        channel = ibv_create_comp_channel(i->verbs);
+        cq = channel ? ibv_create_cq(i->verbs, int(std::max(depth, 1u)), i, channel, 0) : nullptr;
+        return cq != nullptr;
+    };
     ibv_qp_init_attr a = *attr;
-    if (!a.send_cq || !a.recv_cq) {
-        /* librdmacm makes the missing CQs, each with a completion channel. */
-        if (!a.send_cq) {
-            i->send_cq_channel = ibv_create_comp_channel(i->verbs);
-            i->send_cq = i->send_cq_channel
-                             ? ibv_create_cq(i->verbs, int(std::max(a.cap.max_send_wr, 1u)), i,
-                                             i->send_cq_channel, 0)
-                             : nullptr;
-            if (!i->send_cq) return -1;
-            a.send_cq = i->send_cq;
-        }
-        if (!a.recv_cq) {
-            i->recv_cq_channel = ibv_create_comp_channel(i->verbs);
-            i->recv_cq = i->recv_cq_channel
-                             ? ibv_create_cq(i->verbs, int(std::max(a.cap.max_recv_wr, 1u)), i,
-                                             i->recv_cq_channel, 0)
-                             : nullptr;
-            if (!i->recv_cq) return -1;
-            a.recv_cq = i->recv_cq;
-        }
-        w->own_cqs = true;
+    if ((!a.send_cq && !i->send_cq &&
+         !make_cq(a.cap.max_send_wr, i->send_cq_channel, i->send_cq)) ||
+        (!a.recv_cq && !i->recv_cq &&
+         !make_cq(a.cap.max_recv_wr, i->recv_cq_channel, i->recv_cq))) {
+        destroy_own_cqs(i);
+        return -1;
     }
+    if (!a.send_cq) a.send_cq = i->send_cq;
+    if (!a.recv_cq) a.recv_cq = i->recv_cq;
     a.qp_type = i->qp_type;
     ibv_qp *qp = uroce::compat::rdmacm_create_qp(pd, &a, make_cm_qp, w->uid);
-    if (!qp) return -1;
+    if (!qp) {
+        const int saved = errno;
+        destroy_own_cqs(i);
+        errno = saved;
+        return -1;
+    }
     attr->cap = a.cap;
     i->qp = qp;
     i->pd = pd;
-    i->send_cq = a.send_cq;
-    i->recv_cq = a.recv_cq;
     i->srq = a.srq;
     return 0;
 }
@@ -513,15 +524,7 @@ void rdma_destroy_qp(rdma_cm_id *i) {
     }
     ibv_destroy_qp(i->qp);
     i->qp = nullptr;
-    if (w->own_cqs) {
-        if (i->send_cq) ibv_destroy_cq(i->send_cq);
-        if (i->recv_cq && i->recv_cq != i->send_cq) ibv_destroy_cq(i->recv_cq);
-        if (i->send_cq_channel) ibv_destroy_comp_channel(i->send_cq_channel);
-        if (i->recv_cq_channel) ibv_destroy_comp_channel(i->recv_cq_channel);
-        i->send_cq = i->recv_cq = nullptr;
-        i->send_cq_channel = i->recv_cq_channel = nullptr;
-        w->own_cqs = false;
-    }
+    destroy_own_cqs(i);
     if (w->own_pd) {
         ibv_dealloc_pd(i->pd);
         i->pd = nullptr;

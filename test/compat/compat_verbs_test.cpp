@@ -13,7 +13,7 @@
  * domain) fail with EOPNOTSUPP. librdmacm: a destroyed id and event
  * channel are refused with EINVAL, not dereferenced; a thread that meets
  * a channel another thread has just destroyed waits, as a read(2) begun
- * before the close would.
+ * before the close would; rdma_create_qp owns only the CQs it makes.
  */
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
@@ -333,6 +333,44 @@ int id_destroyed_under_its_event(const char *self_ip) {
     return failures ? 1 : 0;
 }
 
+/* librdmacm: rdma_create_qp makes the CQs the attributes lack, each with a
+ * completion channel, and records those, and only those, in the id;
+ * rdma_destroy_qp destroys them and leaves the application's own CQ alone.
+ * A creation that fails undoes the CQs it made (librdmacm's
+ * rdma_create_qp_ex, ucma_destroy_cqs). Before, the id recorded the
+ * application's CQ too and rdma_destroy_qp destroyed it, and a failed
+ * creation left its CQ and channel behind. */
+int create_qp_owns_only_the_cqs_it_makes() {
+    rdma_event_channel *ch = rdma_create_event_channel();
+    CHECK(ch != nullptr);
+    if (!ch) return 1;
+    rdma_cm_id *id = nullptr;
+    CHECK(rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP) == 0);
+    if (!id) return 1;
+    CHECK(id->verbs != nullptr);
+    ibv_cq *mine = ibv_create_cq(id->verbs, 16, nullptr, nullptr, 0);
+    CHECK(mine != nullptr);
+    ibv_qp_init_attr a{};
+    a.recv_cq = mine;
+    a.cap.max_send_wr = a.cap.max_recv_wr = 8;
+    a.cap.max_send_sge = a.cap.max_recv_sge = 1;
+    a.qp_type = IBV_QPT_RC;
+    ibv_qp_init_attr too_many_sges = a;
+    too_many_sges.cap.max_send_sge = 1u << 20;
+    CHECK(rdma_create_qp(id, nullptr, &too_many_sges) == -1);
+    CHECK(!id->qp && !id->send_cq && !id->send_cq_channel);
+    CHECK(rdma_create_qp(id, nullptr, &a) == 0);
+    CHECK(id->qp && id->send_cq && id->send_cq_channel);
+    CHECK(!id->recv_cq && !id->recv_cq_channel);
+    if (id->qp) CHECK(id->qp->send_cq == id->send_cq && id->qp->recv_cq == mine);
+    rdma_destroy_qp(id);
+    CHECK(!id->qp && !id->send_cq && !id->send_cq_channel);
+    CHECK(ibv_destroy_cq(mine) == 0); /* still the application's */
+    CHECK(rdma_destroy_id(id) == 0);
+    rdma_destroy_event_channel(ch);
+    return failures ? 1 : 0;
+}
+
 } // namespace
 
 int main() {
@@ -358,6 +396,7 @@ int main() {
     if (channel_destroyed_under_a_waiter()) rc = 1;
     if (get_event_just_after_another_threads_destroy()) rc = 1;
     if (id_destroyed_under_its_event("10.79.0.1")) rc = 1;
+    if (create_qp_owns_only_the_cqs_it_makes()) rc = 1;
     if (run_side(true, s2c[1], c2s[0])) rc = 1;
     int status = 0;
     waitpid(child, &status, 0);
