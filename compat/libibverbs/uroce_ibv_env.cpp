@@ -129,6 +129,18 @@ bool read_env(env_config &cfg, std::string &err, int &errno_out) {
         }
         cfg.link_mtu = uint32_t(v);
     }
+    if (const char *b = env("UROCE_BUSY_POLL_US")) {
+        char *end = nullptr;
+        errno = 0;
+        unsigned long v = std::strtoul(b, &end, 10);
+        if (!*b || !end || *end || errno || v > 1'000'000) {
+            err = std::string("UROCE_BUSY_POLL_US: '") + b +
+                  "' is not a number of microseconds (0..1000000)";
+            errno_out = EINVAL;
+            return false;
+        }
+        cfg.event_busy_poll_ns = uint64_t(v) * 1000;
+    }
     if (const char *c = env("UROCE_COUNTERS")) cfg.print_counters = std::strcmp(c, "0") != 0;
     if (const char *p = env("UROCE_PCAP")) cfg.pcap = p;
     return true;

@@ -41,7 +41,10 @@ struct env_config {
     std::optional<rte_ether_addr> mac;
     uint32_t link_mtu = 0;
     bool print_counters = false; /* UROCE_COUNTERS=1: every non-zero counter on stderr at the end */
-    std::string pcap;            /* UROCE_PCAP: every frame in and out, to this file */
+    /* UROCE_BUSY_POLL_US: while a CQ is armed, poll without a pause until
+     * this long after the last activity (runtime::event_awaited) */
+    uint64_t event_busy_poll_ns = 1'000'000;
+    std::string pcap; /* UROCE_PCAP: every frame in and out, to this file */
 };
 
 /* Reads the variables; false with err (one line naming the variable) and

@@ -220,7 +220,7 @@ void runtime::progress_loop() {
              * themselves meanwhile, help_drive), as a kernel provider
              * sleeps until an interrupt. Not while an application waits
              * for a completion event: it has given up its CPU, and a nap
-             * would hold the answer back (event_busy_poll_ns). */
+             * would hold the answer back (event_awaited). */
             idle = moved ? 0 : idle + 1;
             if (idle >= idle_spins_before_nap) {
                 idle = 0;

@@ -61,14 +61,6 @@ class runtime {
      * application's threads when there is nothing to do. */
     static constexpr unsigned idle_spins_before_nap = 256;
     static constexpr uint64_t nap_ns = 50'000;
-    /* Both modes: while a CQ is armed (an application waits for its
-     * completion event: blocked in ibv_get_cq_event, or in poll(2) on the
-     * channel), the stack is polled without a pause until this long after
-     * the last iteration that moved something. A kernel provider takes the
-     * answer's interrupt; a nap or sleep made each hop of an event-driven
-     * ping-pong wait up to 50 µs (ibv_rc_pingpong -e: 110-190 µs an
-     * iteration, against 10-40 polling). */
-    static constexpr uint64_t event_busy_poll_ns = 1'000'000;
     /* thread mode: an application thread whose ibv_poll_cq finds nothing
      * drives the stack itself while the progress thread naps, or when it
      * has not run an iteration for this long (it waits for a CPU: with more
@@ -184,11 +176,17 @@ class runtime {
     void check_link_locked();
     void check_async_locked();
     void signal_cq(compat_cq *cq);
-    /* An armed CQ awaits its event and the stack moved something within
-     * event_busy_poll_ns: poll on instead of napping or sleeping. */
+    /* Both modes: while a CQ is armed (an application waits for its
+     * completion event: blocked in ibv_get_cq_event, or in poll(2) on the
+     * channel), the stack is polled without a pause until
+     * cfg_.event_busy_poll_ns (UROCE_BUSY_POLL_US, 1 ms by default) after
+     * the last iteration that moved something. A kernel provider takes the
+     * answer's interrupt; a nap or sleep made each hop of an event-driven
+     * ping-pong wait up to 50 µs (ibv_rc_pingpong -e: 35-226 µs an
+     * iteration, against 9-13 polling; doc/compat.md). */
     bool event_awaited(uint64_t now) const {
         return armed_.load(std::memory_order_relaxed) > 0 &&
-               now - last_moved_ns_.load(std::memory_order_relaxed) < event_busy_poll_ns;
+               now - last_moved_ns_.load(std::memory_order_relaxed) < cfg_.event_busy_poll_ns;
     }
     /* The polling thread pauses (armed_pauses_). */
     void count_pause();
@@ -233,8 +231,8 @@ class runtime {
      * modes, the completion events signalled, and from the first of them
      * the pauses in polling (a nap, or the end of a fallback turn that
      * found nothing) while a CQ was armed, once per quiet spell (since the
-     * last iteration that moved something): one per event_busy_poll_ns of
-     * quiet; before it, one per hop of an event-driven ping-pong. */
+     * last iteration that moved something): one per UROCE_BUSY_POLL_US of
+     * quiet; with 0, one per hop of an event-driven ping-pong. */
     uint64_t naps_ = 0;
     std::atomic<uint64_t> events_signalled_{0};
     uint64_t armed_pauses_ = 0;
