@@ -49,6 +49,16 @@ static const char *env(const char *name) {
     return v && *v ? v : nullptr;
 }
 
+/* text, all of it, as a decimal number in lo..hi. */
+static bool decimal_in(const char *text, unsigned long lo, unsigned long hi, unsigned long &out) {
+    char *end = nullptr;
+    errno = 0;
+    const unsigned long v = std::strtoul(text, &end, 10);
+    if (end == text || *end || errno || v < lo || v > hi) return false;
+    out = v;
+    return true;
+}
+
 bool read_env(env_config &cfg, std::string &err, int &errno_out) {
     cfg = env_config{};
     const char *eal = env("UROCE_EAL");
@@ -120,9 +130,8 @@ bool read_env(env_config &cfg, std::string &err, int &errno_out) {
         cfg.mac = a;
     }
     if (const char *m = env("UROCE_LINK_MTU")) {
-        char *end = nullptr;
-        unsigned long v = std::strtoul(m, &end, 10);
-        if (!end || *end || v < 576 || v > 65535) {
+        unsigned long v;
+        if (!decimal_in(m, 576, 65535, v)) {
             err = std::string("UROCE_LINK_MTU: '") + m + "' is not an MTU (576..65535)";
             errno_out = EINVAL;
             return false;
@@ -130,10 +139,8 @@ bool read_env(env_config &cfg, std::string &err, int &errno_out) {
         cfg.link_mtu = uint32_t(v);
     }
     if (const char *b = env("UROCE_BUSY_POLL_US")) {
-        char *end = nullptr;
-        errno = 0;
-        unsigned long v = std::strtoul(b, &end, 10);
-        if (!*b || !end || *end || errno || v > 1'000'000) {
+        unsigned long v;
+        if (!decimal_in(b, 0, 1'000'000, v)) {
             err = std::string("UROCE_BUSY_POLL_US: '") + b +
                   "' is not a number of microseconds (0..1000000)";
             errno_out = EINVAL;

@@ -473,17 +473,14 @@ int rdma_create_qp(rdma_cm_id *i, ibv_pd *pd, ibv_qp_init_attr *attr) {
         return cq != nullptr;
     };
     ibv_qp_init_attr a = *attr;
-    if ((!a.send_cq && !i->send_cq &&
-         !make_cq(a.cap.max_send_wr, i->send_cq_channel, i->send_cq)) ||
-        (!a.recv_cq && !i->recv_cq &&
-         !make_cq(a.cap.max_recv_wr, i->recv_cq_channel, i->recv_cq))) {
-        destroy_own_cqs(i);
-        return -1;
+    ibv_qp *qp = nullptr;
+    if ((a.send_cq || i->send_cq || make_cq(a.cap.max_send_wr, i->send_cq_channel, i->send_cq)) &&
+        (a.recv_cq || i->recv_cq || make_cq(a.cap.max_recv_wr, i->recv_cq_channel, i->recv_cq))) {
+        if (!a.send_cq) a.send_cq = i->send_cq;
+        if (!a.recv_cq) a.recv_cq = i->recv_cq;
+        a.qp_type = i->qp_type;
+        qp = uroce::compat::rdmacm_create_qp(pd, &a, make_cm_qp, w->uid);
     }
-    if (!a.send_cq) a.send_cq = i->send_cq;
-    if (!a.recv_cq) a.recv_cq = i->recv_cq;
-    a.qp_type = i->qp_type;
-    ibv_qp *qp = uroce::compat::rdmacm_create_qp(pd, &a, make_cm_qp, w->uid);
     if (!qp) {
         const int saved = errno;
         destroy_own_cqs(i);
