@@ -69,6 +69,26 @@ UROCE_API uint32_t crc32_copy_update_vclmul(uint32_t reg, void *dst, const void 
 UROCE_API uint32_t crc32_copy_update_vclmul512(uint32_t reg, void *dst, const void *src,
                                                size_t len);
 
+/* The CRC of one buffer and the copy of another in one pass: returns
+ * crc32_update(reg, data, len) and copies len bytes from src to dst (like
+ * memcpy; none of the three may overlap dst). Each vector load of data comes
+ * with a load of src at the same offset and its store to dst, so the copy's
+ * loads and stores run in the slots the CRC's carry-less multiplies leave
+ * idle: the receive path places one checked frame's payload while it checks
+ * the next frame's ICRC (doc/icrc.md, "Place while checking"). Reads exactly
+ * [data, data+len) and [src, src+len), writes exactly [dst, dst+len). The
+ * scalar engine runs the CRC, then the copy. */
+UROCE_API uint32_t crc32_update_place(uint32_t reg, const void *data, void *dst, const void *src,
+                                      size_t len); /* dispatched */
+UROCE_API uint32_t crc32_update_place_scalar(uint32_t reg, const void *data, void *dst,
+                                             const void *src, size_t len);
+UROCE_API uint32_t crc32_update_place_clmul(uint32_t reg, const void *data, void *dst,
+                                            const void *src, size_t len);
+UROCE_API uint32_t crc32_update_place_vclmul(uint32_t reg, const void *data, void *dst,
+                                             const void *src, size_t len);
+UROCE_API uint32_t crc32_update_place_vclmul512(uint32_t reg, const void *data, void *dst,
+                                                const void *src, size_t len);
+
 /* CPU/OS support, and for vpclmulqdq-avx512 DPDK's SIMD limit (above). */
 UROCE_API bool crc32_path_supported(crc32_path p);
 UROCE_API crc32_path crc32_best_path();

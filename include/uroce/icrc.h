@@ -122,6 +122,25 @@ static inline void icrc_check_copy(icrc_check &c, uint32_t off, void *dst, uint3
     std::memcpy(dst, c.payload + off, n);
 }
 
+/* Copy n bytes from src (a frame already trusted, or one whose own check
+ * cannot fold them) to dst, folding up to n more payload bytes of the frame
+ * pending in ahead (the next one) in the same pass: the copy runs in the
+ * slots the CRC's multiplies leave idle (crc32_update_place). Nothing is
+ * decided about ahead's frame here, only its CRC advanced. */
+static inline void icrc_check_place(icrc_check &ahead, void *dst, const void *src, uint32_t n) {
+    if (ahead.pending && ahead.done < ahead.payload_len) {
+        const uint32_t left = ahead.payload_len - ahead.done;
+        const uint32_t k = n < left ? n : left;
+        ahead.st.reg = crc32_update_place(ahead.st.reg, ahead.payload + ahead.done, dst, src, k);
+        ahead.done += k;
+        if (k < n)
+            std::memcpy(static_cast<uint8_t *>(dst) + k, static_cast<const uint8_t *>(src) + k,
+                        n - k);
+        return;
+    }
+    std::memcpy(dst, src, n);
+}
+
 /* The verdict: true if the frame's ICRC is good. Folds the rest on the first
  * call; later calls return the same verdict. */
 UROCE_API bool icrc_check_settle(icrc_check &c);

@@ -41,18 +41,42 @@ UROCE_CLMUL_INLINE __m128i loadu128(const void *p) {
 /* Where the engines' data loads go (a template parameter, so the plain CRC
  * compiles to exactly the code it had). io_crc: nowhere, CRC only. io_copy:
  * every load is also stored at the same offset from dst (delta = dst - src),
- * which makes the engine a one-pass copy and CRC (crc32_copy_update). The
- * engines load every byte of [p, p+n) at least once and nothing outside it,
- * so the stores cover [dst, dst+n) exactly; overlapping loads store the same
- * bytes twice, which is harmless as long as src and dst do not overlap. */
+ * which makes the engine a one-pass copy and CRC (crc32_copy_update).
+ * io_place: every load also copies the bytes at the same offset of another
+ * buffer to dst: the CRC of one buffer and the copy of another in one pass
+ * (crc32_update_place). The engines load every byte of [p, p+n) at least
+ * once and nothing outside it, so the stores cover [dst, dst+n) exactly;
+ * overlapping loads store the same bytes twice, which is harmless as long as
+ * the buffers do not overlap. put(p, v) stores what goes to dst for the load
+ * v at p. */
 struct io_crc {
     static constexpr bool copy = false;
+    static constexpr bool other = false;
 };
 struct io_copy {
     static constexpr bool copy = true;
+    static constexpr bool other = false;
     uintptr_t delta;
     template <class T> T *at(const uint8_t *p) const {
         return reinterpret_cast<T *>(reinterpret_cast<uintptr_t>(p) + delta);
+    }
+    template <class V> __attribute__((always_inline)) void put(const uint8_t *p, const V &v) const {
+        std::memcpy(at<void>(p), &v, sizeof(v));
+    }
+};
+struct io_place {
+    static constexpr bool copy = true;
+    static constexpr bool other = true;
+    uintptr_t delta;      /* dst - p */
+    uintptr_t from_delta; /* the copy's source - p */
+    template <class T> T *at(const uint8_t *p) const {
+        return reinterpret_cast<T *>(reinterpret_cast<uintptr_t>(p) + delta);
+    }
+    const uint8_t *from(const uint8_t *p) const {
+        return reinterpret_cast<const uint8_t *>(reinterpret_cast<uintptr_t>(p) + from_delta);
+    }
+    template <class V> __attribute__((always_inline)) void put(const uint8_t *p, const V &) const {
+        std::memcpy(at<void>(p), from(p), sizeof(V));
     }
 };
 
@@ -60,9 +84,14 @@ inline io_copy copy_to(void *dst, const void *src) {
     return io_copy{reinterpret_cast<uintptr_t>(dst) - reinterpret_cast<uintptr_t>(src)};
 }
 
+inline io_place place_to(const void *data, void *dst, const void *src) {
+    const uintptr_t p = reinterpret_cast<uintptr_t>(data);
+    return io_place{reinterpret_cast<uintptr_t>(dst) - p, reinterpret_cast<uintptr_t>(src) - p};
+}
+
 template <class IO> UROCE_CLMUL_INLINE __m128i ld128(const IO &io, const uint8_t *p) {
     const __m128i v = loadu128(p);
-    if constexpr (IO::copy) _mm_storeu_si128(io.template at<__m128i>(p), v);
+    if constexpr (IO::copy) io.put(p, v);
     return v;
 }
 
@@ -70,7 +99,7 @@ template <class IO> UROCE_CLMUL_INLINE __m128i ld128(const IO &io, const uint8_t
 template <class IO, class T> UROCE_CLMUL_INLINE T ld_scalar(const IO &io, const uint8_t *p) {
     T v;
     std::memcpy(&v, p, sizeof(v));
-    if constexpr (IO::copy) std::memcpy(io.template at<uint8_t>(p), &v, sizeof(v));
+    if constexpr (IO::copy) io.put(p, v);
     return v;
 }
 

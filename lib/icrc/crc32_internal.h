@@ -22,6 +22,12 @@ uint32_t crc32_update_clmul_vex(uint32_t reg, const void *data, size_t len);
 uint32_t crc32_copy_update_clmul_sse(uint32_t reg, void *dst, const void *src, size_t len);
 uint32_t crc32_copy_update_clmul_vex(uint32_t reg, void *dst, const void *src, size_t len);
 
+/* crc32_update_place's 128-bit engine in the two encodings. */
+uint32_t crc32_update_place_clmul_sse(uint32_t reg, const void *data, void *dst, const void *src,
+                                      size_t len);
+uint32_t crc32_update_place_clmul_vex(uint32_t reg, const void *data, void *dst, const void *src,
+                                      size_t len);
+
 /* crc32_update over the n bytes p[i] | mask[i] without copying them, for
  * 16 <= n <= 256 (mask readable for n bytes). icrc_begin() uses it to set the
  * ICRC's variant header fields to ones. crc32_update_masked follows the active

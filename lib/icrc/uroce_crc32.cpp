@@ -34,6 +34,7 @@ namespace {
 using crc32_fn = uint32_t (*)(uint32_t, const void *, size_t);
 using masked_fn = uint32_t (*)(uint32_t, const uint8_t *, const uint8_t *, size_t);
 using copy_fn = uint32_t (*)(uint32_t, void *, const void *, size_t);
+using place_fn = uint32_t (*)(uint32_t, const void *, void *, const void *, size_t);
 
 constexpr crc32_path all_paths[] = {crc32_path::scalar, crc32_path::clmul, crc32_path::vclmul,
                                     crc32_path::vclmul512};
@@ -117,6 +118,8 @@ crc32_path best_under(unsigned limit) {
 
 uint32_t crc32_update_vclmul512_probe(uint32_t reg, const void *data, size_t len);
 uint32_t crc32_copy_update_vclmul512_probe(uint32_t reg, void *dst, const void *src, size_t len);
+uint32_t crc32_update_place_vclmul512_probe(uint32_t reg, const void *data, void *dst,
+                                            const void *src, size_t len);
 
 crc32_fn fn_of(crc32_path p, unsigned limit) {
     switch (p) {
@@ -149,6 +152,22 @@ copy_fn copy_fn_of(crc32_path p, unsigned limit) {
     }
 }
 
+/* And so does the CRC-one-copy-another. */
+place_fn place_fn_of(crc32_path p, unsigned limit) {
+    switch (p) {
+    case crc32_path::clmul:
+        return caps().avx ? crc32_detail::crc32_update_place_clmul_vex
+                          : crc32_detail::crc32_update_place_clmul_sse;
+    case crc32_path::vclmul:
+        return crc32_update_place_vclmul;
+    case crc32_path::vclmul512:
+        return limit ? crc32_update_place_vclmul512 : crc32_update_place_vclmul512_probe;
+    case crc32_path::scalar:
+    default:
+        return crc32_update_place_scalar;
+    }
+}
+
 masked_fn masked_fn_of(crc32_path p, unsigned limit) {
     /* The ICRC's masked calls are at most 256 bytes: the 128-bit short form
      * (from 96 bytes the 256-bit one where VPCLMULQDQ is), or with zmm the
@@ -175,6 +194,7 @@ crc32_detail::icrc_masked_fn icrc_masked_fn_of(crc32_path p, unsigned limit) {
 std::atomic<crc32_fn> g_fn{crc32_update_scalar};
 std::atomic<masked_fn> g_masked_fn{crc32_detail::crc32_update_masked_scalar};
 std::atomic<copy_fn> g_copy_fn{crc32_copy_update_scalar};
+std::atomic<place_fn> g_place_fn{crc32_update_place_scalar};
 std::atomic<crc32_path> g_path{crc32_path::scalar};
 /* The path asked for (UROCE_CRC32_PATH or crc32_set_path), if any: what
  * crc32_refresh_path() goes back to when the limit allows it again. */
@@ -187,6 +207,7 @@ void install(crc32_path p, unsigned limit) {
     g_masked_fn.store(masked_fn_of(p, limit), std::memory_order_relaxed);
     crc32_detail::g_icrc_masked_fn.store(icrc_masked_fn_of(p, limit), std::memory_order_relaxed);
     g_copy_fn.store(copy_fn_of(p, limit), std::memory_order_relaxed);
+    g_place_fn.store(place_fn_of(p, limit), std::memory_order_relaxed);
 }
 
 /* vpclmulqdq-avx512 while DPDK's limit is unknown (see the top of the file). */
@@ -207,6 +228,18 @@ uint32_t crc32_copy_update_vclmul512_probe(uint32_t reg, void *dst, const void *
         return crc32_copy_update(reg, dst, src, len);
     }
     return crc32_copy_update_vclmul512(reg, dst, src, len);
+}
+
+/* And for the CRC-one-copy-another. */
+uint32_t crc32_update_place_vclmul512_probe(uint32_t reg, const void *data, void *dst,
+                                            const void *src, size_t len) {
+    if (len < crc32_detail::crc32_zmm_min)
+        return crc32_update_place_vclmul(reg, data, dst, src, len);
+    if (simd_limit() != 0) [[unlikely]] {
+        crc32_refresh_path();
+        return crc32_update_place(reg, data, dst, src, len);
+    }
+    return crc32_update_place_vclmul512(reg, data, dst, src, len);
 }
 
 __attribute__((constructor)) void crc32_dispatch_init() {
@@ -281,6 +314,11 @@ uint32_t crc32_update(uint32_t reg, const void *data, size_t len) {
 
 uint32_t crc32_copy_update(uint32_t reg, void *dst, const void *src, size_t len) {
     return g_copy_fn.load(std::memory_order_relaxed)(reg, dst, src, len);
+}
+
+uint32_t crc32_update_place(uint32_t reg, const void *data, void *dst, const void *src,
+                            size_t len) {
+    return g_place_fn.load(std::memory_order_relaxed)(reg, data, dst, src, len);
 }
 
 bool crc32_path_supported(crc32_path p) {

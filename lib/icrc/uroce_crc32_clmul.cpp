@@ -78,7 +78,28 @@ crc32_copy_update_clmul_vex(uint32_t reg, void *dst, const void *src, size_t len
     return clmul_body(reg, src, len, copy_to(dst, src));
 }
 
+/* The same engine, copying another buffer as it goes (crc32_update_place). */
+__attribute__((target("pclmul"))) uint32_t crc32_update_place_clmul_sse(uint32_t reg,
+                                                                        const void *data, void *dst,
+                                                                        const void *src,
+                                                                        size_t len) {
+    return clmul_body(reg, data, len, place_to(data, dst, src));
+}
+
+__attribute__((target("avx,pclmul"))) uint32_t
+crc32_update_place_clmul_vex(uint32_t reg, const void *data, void *dst, const void *src,
+                             size_t len) {
+    return clmul_body(reg, data, len, place_to(data, dst, src));
+}
+
 } // namespace crc32_detail
+
+uint32_t crc32_update_place_clmul(uint32_t reg, const void *data, void *dst, const void *src,
+                                  size_t len) {
+    return crc32_detail::cpu_has_avx()
+               ? crc32_detail::crc32_update_place_clmul_vex(reg, data, dst, src, len)
+               : crc32_detail::crc32_update_place_clmul_sse(reg, data, dst, src, len);
+}
 
 uint32_t crc32_copy_update_clmul(uint32_t reg, void *dst, const void *src, size_t len) {
     return crc32_detail::cpu_has_avx()

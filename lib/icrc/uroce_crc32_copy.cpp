@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * uroce: the portable one-pass copy and CRC (crc32_copy_update_scalar).
+ * uroce: the portable one-pass copy and CRC (crc32_copy_update_scalar), and
+ * the portable CRC-one-copy-another (crc32_update_place_scalar).
  *
  * The fallback of crc32_copy_update: slicing-by-8 like crc32_update_scalar,
  * each 8-byte word stored to the destination as it is loaded. The SIMD
@@ -38,6 +39,15 @@ uint32_t crc32_copy_update_scalar(uint32_t reg, void *dst, const void *src, size
         *d++ = b;
         reg = t[0][(reg ^ b) & 0xFFu] ^ (reg >> 8);
     }
+    return reg;
+}
+
+/* Without vector registers there are no idle slots for the copy to fill:
+ * the CRC, then the copy. */
+uint32_t crc32_update_place_scalar(uint32_t reg, const void *data, void *dst, const void *src,
+                                   size_t len) {
+    reg = crc32_update_scalar(reg, data, len);
+    std::memcpy(dst, src, len);
     return reg;
 }
 

@@ -77,13 +77,13 @@ UROCE_ZMM_INLINE __m512i loadu512(const void *p) {
 
 template <class IO> UROCE_ZMM_INLINE __m256i ld256(const IO &io, const uint8_t *p) {
     const __m256i v = loadu256(p);
-    if constexpr (IO::copy) _mm256_storeu_si256(io.template at<__m256i>(p), v);
+    if constexpr (IO::copy) io.put(p, v);
     return v;
 }
 
 template <class IO> UROCE_ZMM_INLINE __m512i ld512(const IO &io, const uint8_t *p) {
     const __m512i v = loadu512(p);
-    if constexpr (IO::copy) _mm512_storeu_si512(io.template at<void>(p), v);
+    if constexpr (IO::copy) io.put(p, v);
     return v;
 }
 
@@ -249,7 +249,11 @@ UROCE_ZMM_INLINE __m512i zmm_direct(const uint8_t *p, const uint8_t *mask, size_
     };
     __m512i first = _mm512_maskz_loadu_epi8(top, before(p));
     /* The same mask on the store: bytes outside [dst, dst+n) are not written. */
-    if constexpr (IO::copy) _mm512_mask_storeu_epi8(io.template at<void>(before(p)), top, first);
+    if constexpr (IO::other)
+        _mm512_mask_storeu_epi8(io.template at<void>(before(p)), top,
+                                _mm512_maskz_loadu_epi8(top, io.from(before(p))));
+    else if constexpr (IO::copy)
+        _mm512_mask_storeu_epi8(io.template at<void>(before(p)), top, first);
     if constexpr (Masked)
         first = _mm512_or_si512(first, _mm512_maskz_loadu_epi8(top, before(mask)));
     if (k == 1) return first;
@@ -369,6 +373,21 @@ UROCE_ZMM_TARGET uint32_t crc32_copy_update_vclmul512(uint32_t reg, void *dst, c
     if (len <= UROCE_ZMM_DIRECT_MAX)
         return reduce512(zmm_direct<false>(p, nullptr, len, io), reg, len);
     if (len < crc32_zmm_min) return crc32_copy_update_vclmul(reg, dst, src, len);
+    if (len < UROCE_ZMM_LOOP_MIN) return crc_zmm_short(reg, p, len, io);
+    return crc_zmm<UROCE_ZMM_ACCS>(reg, p, len, io);
+}
+
+/* The CRC of data and the copy of src to dst in one pass (crc32_update_place),
+ * with the same length split. */
+UROCE_ZMM_TARGET uint32_t crc32_update_place_vclmul512(uint32_t reg, const void *data, void *dst,
+                                                       const void *src, size_t len) {
+    using namespace crc32_detail;
+    const uint8_t *p = static_cast<const uint8_t *>(data);
+    const io_place io = place_to(data, dst, src);
+    if (len < 16) return crc32_update_place_vclmul(reg, data, dst, src, len);
+    if (len <= UROCE_ZMM_DIRECT_MAX)
+        return reduce512(zmm_direct<false>(p, nullptr, len, io), reg, len);
+    if (len < crc32_zmm_min) return crc32_update_place_vclmul(reg, data, dst, src, len);
     if (len < UROCE_ZMM_LOOP_MIN) return crc_zmm_short(reg, p, len, io);
     return crc_zmm<UROCE_ZMM_ACCS>(reg, p, len, io);
 }

@@ -201,6 +201,62 @@ void bm_copy(benchmark::State &st, const copy_impl *impl, bool fused) {
     st.SetBytesProcessed(static_cast<int64_t>(st.iterations()) * static_cast<int64_t>(n));
 }
 
+/* --- The CRC of one buffer with the copy of another (crc32_update_place)
+ * against the CRC then memcpy: the receive path checks one frame's payload
+ * while it places the previous frame's (both at the payload's offset in a
+ * frame) into user memory. --- */
+
+alignas(64) uint8_t g_place_src[buf_size + 128];
+alignas(64) uint8_t g_place_dst[buf_size + 128];
+
+using place_fn_t = uint32_t (*)(uint32_t, const void *, void *, const void *, size_t);
+
+struct place_impl {
+    const char *name;
+    crc32_path path;
+    place_fn_t together;
+    crc_fn_t crc;
+};
+
+const place_impl place_impls[] = {
+    {"dispatched", crc32_path::scalar, crc32_update_place, crc32_update},
+    {"scalar", crc32_path::scalar, crc32_update_place_scalar, crc32_update_scalar},
+    {"pclmulqdq", crc32_path::clmul, crc32_update_place_clmul, crc32_update_clmul},
+    {"vpclmulqdq-avx2", crc32_path::vclmul, crc32_update_place_vclmul, crc32_update_vclmul},
+    {"vpclmulqdq-avx512", crc32_path::vclmul512, crc32_update_place_vclmul512,
+     crc32_update_vclmul512},
+};
+
+void bm_place(benchmark::State &st, const place_impl *impl, bool together) {
+    if (impl->together != crc32_update_place && !crc32_path_supported(impl->path)) {
+        st.SkipWithError("path not supported by this CPU");
+        for (auto _ : st) {
+        }
+        return;
+    }
+    if (impl->together == crc32_update_place) st.SetLabel(crc32_path_name(crc32_active_path()));
+    const size_t n = static_cast<size_t>(st.range(0));
+    const uint8_t *data = g_copy_dst + copy_dst_off;
+    const uint8_t *src = g_place_src + copy_dst_off;
+    uint8_t *dst = g_place_dst;
+    const uint32_t zero = g_zero_v;
+    uint32_t c = 0;
+    clean_upper_state();
+    if (together) {
+        for (auto _ : st) {
+            c = impl->together(c, data + (c & zero), dst, src, n);
+            benchmark::DoNotOptimize(c);
+        }
+    } else {
+        for (auto _ : st) {
+            c = impl->crc(c, data + (c & zero), n);
+            std::memcpy(dst, src, n);
+            benchmark::DoNotOptimize(c);
+        }
+    }
+    st.SetBytesProcessed(static_cast<int64_t>(st.iterations()) * static_cast<int64_t>(n));
+}
+
 /* --- ICRC --- */
 
 std::vector<uint8_t> from_hex(const char *s) {
@@ -358,6 +414,8 @@ class collecting_reporter : public benchmark::ConsoleReporter {
     std::vector<std::pair<std::string, result>> others;    /* icrc rows */
     std::map<std::pair<std::string, int64_t>, result>
         copy; /* ("fused/"|"memcpy+crc/" impl, size) */
+    std::map<std::pair<std::string, int64_t>, result>
+        place; /* ("together/"|"crc+memcpy/" impl, size) */
 
     void ReportRuns(const std::vector<Run> &runs) override {
         for (const Run &r : runs) {
@@ -376,9 +434,10 @@ class collecting_reporter : public benchmark::ConsoleReporter {
             x.label = r.report_label;
             x.median = is_median;
             const std::string &fn = r.run_name.function_name;
-            if (fn.rfind("crc32/", 0) == 0 || fn.rfind("copy/", 0) == 0) {
-                const bool is_copy = fn[1] == 'o';
-                auto &table = is_copy ? copy : crc;
+            if (fn.rfind("crc32/", 0) == 0 || fn.rfind("copy/", 0) == 0 ||
+                fn.rfind("place/", 0) == 0) {
+                const bool is_copy = fn[1] == 'o', is_place = fn[0] == 'p';
+                auto &table = is_place ? place : is_copy ? copy : crc;
                 const auto key =
                     std::make_pair(fn.substr(is_copy ? 5 : 6), std::stoll(r.run_name.args));
                 auto prev = table.find(key);
@@ -442,6 +501,24 @@ void print_table(const collecting_reporter &rep) {
             }
         }
     }
+    if (!rep.place.empty()) {
+        std::printf("\n%-7s %-20s %12s %12s %9s %9s %8s\n", "size", "crc one, copy another",
+                    "together GB/s", "crc+memcpy", "togeth. ns", "sep. ns", "x_sep");
+        for (int64_t size : copy_sizes) {
+            for (const place_impl &impl : place_impls) {
+                const auto t = rep.place.find({std::string("together/") + impl.name, size});
+                const auto m = rep.place.find({std::string("crc+memcpy/") + impl.name, size});
+                if (t == rep.place.end() || m == rep.place.end() || m->second.bytes_per_s <= 0)
+                    continue;
+                std::string name = impl.name;
+                if (!t->second.label.empty()) name += " (" + t->second.label + ")";
+                std::printf("%-7lld %-20s %12.2f %12.2f %9.1f %9.1f %8.2f\n",
+                            static_cast<long long>(size), name.c_str(), t->second.bytes_per_s / 1e9,
+                            m->second.bytes_per_s / 1e9, t->second.ns_per_call,
+                            m->second.ns_per_call, t->second.bytes_per_s / m->second.bytes_per_s);
+            }
+        }
+    }
     if (!rep.others.empty()) {
         std::printf("\n%-44s %-24s %9s\n", "icrc benchmark", "case", "ns/call");
         for (const auto &[name, r] : rep.others)
@@ -481,6 +558,15 @@ void register_all() {
                 const std::string name =
                     std::string("copy/") + (fused ? "fused/" : "memcpy+crc/") + impl.name;
                 reg(benchmark::RegisterBenchmark(name.c_str(), bm_copy, &impl, fused))->Arg(s);
+            }
+        }
+    }
+    for (int64_t s : copy_sizes) {
+        for (const place_impl &impl : place_impls) {
+            for (bool together : {true, false}) {
+                const std::string name =
+                    std::string("place/") + (together ? "together/" : "crc+memcpy/") + impl.name;
+                reg(benchmark::RegisterBenchmark(name.c_str(), bm_place, &impl, together))->Arg(s);
             }
         }
     }

@@ -300,6 +300,62 @@ TEST(icrc, random_packets_vs_reference) {
 
 /* Every length around the one-call/two-call boundary and the 16-byte phases,
  * and runts shorter than the headers (defined but meaningless values). */
+/* --- a deferred check: icrc_check_begin, _copy, _place, _settle --- */
+
+/* A received frame's check, folded in random pieces: its own payload copied
+ * out (icrc_check_copy) and, as the next frame of a burst, while another
+ * buffer is placed (icrc_check_place, which folds at most up to the end of
+ * the payload). The verdict is good on the intact frame, bad with any one
+ * byte flipped that the ICRC covers, and every copy is exact. */
+TEST(icrc_check, copy_place_and_settle) {
+    std::mt19937_64 rng(515);
+    for_each_path([&] {
+        for (int i = 0; i < 400; i++) {
+            const bool v6 = rng() & 1;
+            const size_t payload = 1 + rng() % 4200, pad = rng() % 4;
+            bytes f = random_packet(rng, v6, 5, payload + pad);
+            const size_t hdr = (v6 ? 40 : 20) + 8 + 12;
+            const uint32_t crc = icrc_compute(f.data(), f.size());
+            f.resize(f.size() + 4); /* the ICRC field */
+            icrc_write_wire(f.data() + f.size() - 4, crc);
+            const int flip =
+                int(rng() % 3) - 1; /* -1: intact; 0: in the payload; 1: in the pad or ICRC */
+            if (flip == 0) f[hdr + rng() % payload] ^= 0x20;
+            if (flip == 1) f[hdr + payload + rng() % (pad + 4)] ^= 0x01;
+
+            icrc_check c;
+            icrc_check_begin(c, f.data(), hdr, uint32_t(payload), uint32_t(pad));
+            ASSERT_TRUE(c.pending);
+            bytes placed_src(3000), placed(3000), own(payload);
+            for (auto &b : placed_src)
+                b = static_cast<uint8_t>(rng());
+            /* first as the next frame: placements of random sizes fold it */
+            size_t at = 0;
+            const size_t ahead = rng() % (payload + 1);
+            while (c.done < ahead) {
+                const uint32_t n = uint32_t(1 + rng() % 1500);
+                const uint32_t before = c.done;
+                if (at + n > placed.size()) at = 0; /* n <= 1500: fits from 0 */
+                icrc_check_place(c, placed.data() + at, placed_src.data() + at, n);
+                ASSERT_EQ(std::memcmp(placed.data() + at, placed_src.data() + at, n), 0);
+                ASSERT_EQ(c.done, std::min<uint32_t>(before + n, uint32_t(payload)));
+                at += n;
+            }
+            /* then as the frame being received: its payload copied out in pieces */
+            uint32_t off = 0;
+            while (off < payload) {
+                const uint32_t n = uint32_t(1 + rng() % (payload - off));
+                icrc_check_copy(c, off, own.data() + off, n);
+                off += n;
+            }
+            ASSERT_EQ(std::memcmp(own.data(), f.data() + hdr, payload), 0);
+            ASSERT_EQ(icrc_check_settle(c), flip < 0) << "payload " << payload << " flip " << flip;
+            ASSERT_FALSE(c.pending);
+            ASSERT_EQ(icrc_check_settle(c), flip < 0); /* settled once, same verdict */
+        }
+    });
+}
+
 TEST(icrc, all_lengths_and_runts) {
     std::mt19937_64 rng(77);
     for_each_path([&] {
