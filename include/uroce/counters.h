@@ -109,7 +109,9 @@ namespace uroce {
     X(rx_icrc_fused_errors,                                                                        \
       "of those, bad ones: placed bytes left to the resend, nothing committed")                    \
     /* new counters go last: dev_counters' layout then only grows (doc/abi.md) */                  \
-    X(async_event_overflows, "asynchronous events lost to a full event queue")
+    X(async_event_overflows, "asynchronous events lost to a full event queue")                     \
+    X(rx_icrc_ahead,                                                                               \
+      "frames whose ICRC was folded while the frame before them was placed (one pass for both)")
 
 struct qp_counters {
 #define UROCE_X(n, d) uint64_t n = 0;

@@ -302,8 +302,7 @@ static bool scatter(qp *q, send_wqe &w, uint64_t off, const roce_packet &p, rte_
                              w.sg[i].addr + o, c, &mm) != mr_status::ok)
                     return false;
             } else {
-                pkt_copy_payload(p, m, done, reinterpret_cast<uint8_t *>(w.sg[i].addr) + o, c,
-                                 q->dev->rx_icrc());
+                q->dev->rx_place(p, m, done, reinterpret_cast<uint8_t *>(w.sg[i].addr) + o, c);
             }
             done += c;
             o = 0;

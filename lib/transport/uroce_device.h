@@ -144,6 +144,14 @@ class device {
         ++cnt_.rx_icrc_fused_errors;
         return false;
     }
+    /* Places payload bytes [off, off + len) of the frame being received at
+     * dst. While the frame's own check is pending and has not passed off,
+     * in the same pass as its ICRC (fused receive); otherwise, for a
+     * one-segment frame, in the same pass as the next frame's ICRC
+     * (rx_ahead_: doc/icrc.md, "Place while checking"). The copy sites of
+     * the responder and the completer. */
+    void rx_place(const roce_packet &p, const rte_mbuf *m, uint32_t off, uint8_t *dst,
+                  uint32_t len);
     /* Each live QP, in QPN order (the QP table is indexed by qpn - qpn_base). */
     template <class F> void for_each_qp(F &&fn) const {
         if (gsi_) fn(static_cast<const qp *>(gsi_));
@@ -182,7 +190,14 @@ class device {
     void drop_events_of(const void *obj);
 
   private:
-    void rx_one(rte_mbuf *m);
+    /* A frame parsed one step before rx_one takes it (rx_burst), so that
+     * its ICRC check can begin while the frame before it is placed. */
+    struct rx_frame {
+        roce_packet p;
+        parse_error err = parse_error::ok;
+    };
+    void rx_prepare(const rte_mbuf *m, rx_frame &f);
+    void rx_one(rte_mbuf *m, const rx_frame &f);
     qp *add_qp(pd *p, const qp_init_attr &a, uint32_t qpn, verbs_error *err);
     unsigned run_scheduled();
 
@@ -229,7 +244,8 @@ class device {
     uint32_t max_frame_len_ = 0;
     uint16_t ip_id_ = 1;
     uint32_t next_pd_ = 1;
-    icrc_check rx_icrc_;
+    icrc_check rx_icrc_;  /* the frame rx_one is on */
+    icrc_check rx_ahead_; /* the next frame's, when it is deferred (rx_prepare) */
     async_event events_[async_event_queue_cap];
     unsigned ev_head_ = 0, ev_count_ = 0;
 };

@@ -353,17 +353,15 @@ bool pkt_icrc_ok(const roce_packet &p, const rte_mbuf *m) {
     return wire && icrc_compute_mbuf(m, p.l3_offset, p.icrc_offset) == icrc_read_wire(wire);
 }
 
-bool pkt_icrc_begin(const roce_packet &p, const rte_mbuf *m, icrc_check &c) {
+bool pkt_icrc_defers(const roce_packet &p, const rte_mbuf *m) {
     const uint32_t l3_len = p.icrc_offset - p.l3_offset; /* IP header .. ICRC field */
-    if (m->nb_segs == 1 && l3_len >= icrc_fuse_min && p.payload_len &&
-        p.info->has_any(op_flag::send | op_flag::write | op_flag::read) && icrc_fused_copy()) {
-        icrc_check_begin(c, p.hdr + p.l3_offset, p.payload_offset - p.l3_offset, p.payload_len,
-                         p.icrc_offset - p.payload_offset - p.payload_len);
-        return true;
-    }
-    c.pending = false;
-    c.ok = pkt_icrc_ok(p, m);
-    return c.ok;
+    return m->nb_segs == 1 && l3_len >= icrc_fuse_min && p.payload_len &&
+           p.info->has_any(op_flag::send | op_flag::write | op_flag::read) && icrc_fused_copy();
+}
+
+void pkt_icrc_begin(const roce_packet &p, icrc_check &c) {
+    icrc_check_begin(c, p.hdr + p.l3_offset, p.payload_offset - p.l3_offset, p.payload_len,
+                     p.icrc_offset - p.payload_offset - p.payload_len);
 }
 
 void pkt_copy_payload(const roce_packet &p, const rte_mbuf *m, uint32_t off, uint8_t *dst,

@@ -149,22 +149,14 @@ void pkt_copy_payload(const roce_packet &p, const rte_mbuf *m, uint32_t off, uin
 /* ---- The ICRC checked while the payload is placed (doc/security.md,
  * "Fused receive"). */
 
-/* Begins frame p's ICRC check in c. Deferred (c.pending: settled by the
- * payload copy or icrc_check_settle) for a one-segment frame that carries a
- * payload to place and is long enough to gain (icrc_fuse_min), when fusing is
- * on; every other frame is checked whole now. Returns false if the ICRC was
- * checked now and is bad. */
-bool pkt_icrc_begin(const roce_packet &p, const rte_mbuf *m, icrc_check &c);
+/* Whether frame p's ICRC check is deferred (icrc_check_begin: settled by the
+ * payload copy or icrc_check_settle): a one-segment frame that carries a
+ * payload to place and is long enough to gain (icrc_fuse_min), when fusing
+ * is on. Every other frame is checked whole (pkt_icrc_ok). */
+bool pkt_icrc_defers(const roce_packet &p, const rte_mbuf *m);
 
-/* pkt_copy_payload through c: copy and ICRC in one pass while c is pending
- * (the copy sites of the responder and the completer). */
-inline void pkt_copy_payload(const roce_packet &p, const rte_mbuf *m, uint32_t off, uint8_t *dst,
-                             uint32_t len, icrc_check &c) {
-    if (c.pending)
-        icrc_check_copy(c, off, dst, len); /* pending: one segment, payload in p.hdr */
-    else
-        pkt_copy_payload(p, m, off, dst, len);
-}
+/* Begins frame p's deferred ICRC check in c (pkt_icrc_defers is true). */
+void pkt_icrc_begin(const roce_packet &p, icrc_check &c);
 
 } // namespace uroce
 

@@ -52,26 +52,54 @@ static inline bool addr_matches(const qp *q, const roce_packet &p, const gid &ds
     return src == q->path.dgid && dst == q->path.sgid;
 }
 
-void device::rx_one(rte_mbuf *m) {
+/* Parses frame m and, if its ICRC check is deferred, begins it in
+ * rx_ahead_, where the placement of the frame before it folds its payload
+ * (rx_place). Nothing is decided here: rx_one counts and checks it all. */
+void device::rx_prepare(const rte_mbuf *m, rx_frame &f) {
+    f.err = parse_mbuf(m, f.p);
+    rx_ahead_.pending = false;
+    if (f.err == parse_error::ok && pkt_icrc_defers(f.p, m)) pkt_icrc_begin(f.p, rx_ahead_);
+}
+
+void device::rx_place(const roce_packet &p, const rte_mbuf *m, uint32_t off, uint8_t *dst,
+                      uint32_t len) {
+    if (rx_icrc_.pending && off >= rx_icrc_.done) {
+        icrc_check_copy(rx_icrc_, off, dst, len); /* pending: one segment, payload in p.hdr */
+        return;
+    }
+    if (m->nb_segs == 1) {
+        if (rx_ahead_.pending && rx_ahead_.done < rx_ahead_.payload_len) ++cnt_.rx_icrc_ahead;
+        icrc_check_place(rx_ahead_, dst, p.hdr + p.payload_offset + off, len);
+        return;
+    }
+    pkt_copy_payload(p, m, off, dst, len);
+}
+
+/* f: m parsed by rx_prepare, whose deferred check (if any) rx_icrc_ now
+ * holds. */
+void device::rx_one(rte_mbuf *m, const rx_frame &f) {
     ++cnt_.rx_pkts;
-    roce_packet p;
-    if (parse_mbuf(m, p) != parse_error::ok) {
+    if (f.err != parse_error::ok) {
         ++cnt_.rx_parse_errors;
         return;
     }
+    const roce_packet &p = f.p;
     if (p.ip_version == 4 && !ipv4_csum_ok(p, m)) {
         ++cnt_.rx_ip_csum_errors;
         return;
     }
     /* The ICRC covers everything from the IP header on; nothing in a frame
      * that fails it is trusted (Annex A17.3.3). A frame with a payload to
-     * place may have it checked while the payload is copied (pkt_icrc_begin;
+     * place may have it checked while the payload is copied (pkt_icrc_defers;
      * doc/security.md, "Fused receive"): then every drop below counts as an
      * ICRC error if the frame fails it (drop), and the responder and the
      * completer settle it before they act on the frame. */
-    if (!pkt_icrc_begin(p, m, rx_icrc_)) {
-        ++cnt_.rx_icrc_errors;
-        return;
+    if (!rx_icrc_.pending) {
+        rx_icrc_.ok = pkt_icrc_ok(p, m);
+        if (!rx_icrc_.ok) {
+            ++cnt_.rx_icrc_errors;
+            return;
+        }
     }
     auto drop = [this](uint64_t &reason) {
         if (rx_trusted()) ++reason;
@@ -231,12 +259,23 @@ void device::rx_burst(rte_mbuf **pkts, uint16_t n) {
     for (uint16_t i = 0; i < n && i < rx_wqe_prefetch_ahead; ++i)
         stage2(i, 0);
     if (n) stage3(0, 0);
+    /* Each frame is parsed, and its deferred ICRC check begun, one step
+     * before rx_one takes it: the frame before it then folds its payload
+     * into that check while it places its own (rx_place), one pass where
+     * the CRC's multiplies leave the loads and stores idle. */
+    rx_frame frames[2];
+    if (n) rx_prepare(pkts[0], frames[0]);
     for (uint16_t i = 0; i < n; ++i) {
         if (i + rx_qp_prefetch_ahead + 1 < n) prefetch_frame(pkts[i + rx_qp_prefetch_ahead + 1]);
         if (i + rx_qp_prefetch_ahead < n) stage1(uint16_t(i + rx_qp_prefetch_ahead));
         if (i + rx_wqe_prefetch_ahead < n) stage2(uint16_t(i + rx_wqe_prefetch_ahead), i);
         if (i + 1 < n) stage3(uint16_t(i + 1), i);
-        rx_one(pkts[i]);
+        rx_icrc_ = rx_ahead_;
+        if (i + 1 < n)
+            rx_prepare(pkts[i + 1], frames[(i + 1) & 1]);
+        else
+            rx_ahead_.pending = false;
+        rx_one(pkts[i], frames[i & 1]);
     }
     rte_pktmbuf_free_bulk(pkts, n);
     /* ACKs are coalesced per burst: one per QP, after the whole burst. */

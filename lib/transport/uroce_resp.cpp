@@ -166,7 +166,7 @@ static recv_copy_status copy_to_recv_wqe(qp *q, uint64_t off, const uint8_t *fla
         if (flat)
             std::memcpy(dst, flat + done, c);
         else
-            pkt_copy_payload(*p, m, poff + done, dst, c, q->dev->rx_icrc());
+            q->dev->rx_place(*p, m, poff + done, dst, c);
         done += c;
         off = 0;
         ++i;
@@ -591,9 +591,7 @@ static inline bool check_write_length(const qp *q, const roce_packet &p) {
 static inline bool execute_write(qp *q, const roce_packet &p, rte_mbuf *m) {
     auto &r = q->resp;
     const uint64_t va = p.info->has(op_flag::vendor) ? p.reth()->va() : r.write_va + r.write_off;
-    if (p.payload_len)
-        pkt_copy_payload(p, m, 0, reinterpret_cast<uint8_t *>(va), p.payload_len,
-                         q->dev->rx_icrc());
+    if (p.payload_len) q->dev->rx_place(p, m, 0, reinterpret_cast<uint8_t *>(va), p.payload_len);
     /* fused receive: the ICRC's verdict before anything is committed */
     if (!q->dev->rx_trusted_placed()) return false;
     r.write_off += p.payload_len;
