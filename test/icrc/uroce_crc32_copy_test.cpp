@@ -71,6 +71,33 @@ std::string path_param_name(const ::testing::TestParamInfo<crc32_path> &info) {
 
 constexpr uint8_t canary = 0xA5;
 
+/* Splits [0, len) into 1..max_pieces random pieces, as a payload is split
+ * over SGEs or mbuf segments, and calls piece(reg, at, n) for each in
+ * order, chaining the register from ~0; returns the last register. */
+template <class F>
+uint32_t chain_pieces(std::mt19937_64 &rng, size_t len, int max_pieces, int &pieces, F piece) {
+    pieces = 1 + static_cast<int>(rng() % unsigned(max_pieces));
+    uint32_t reg = ~0u;
+    size_t at = 0;
+    for (int k = 0; k < pieces; k++) {
+        const size_t n = k + 1 == pieces ? len - at : rng() % (len - at + 1);
+        reg = piece(reg, at, n);
+        at += n;
+    }
+    return reg;
+}
+
+/* dst holds the len bytes of src at doff, and the canary everywhere else. */
+::testing::AssertionResult copied_exactly(const std::vector<uint8_t> &dst, size_t doff,
+                                          const uint8_t *src, size_t len) {
+    if (std::memcmp(dst.data() + doff, src, len) != 0)
+        return ::testing::AssertionFailure() << "the copy differs (len " << len << ")";
+    for (size_t i = 0; i < dst.size(); i++)
+        if ((i < doff || i >= doff + len) && dst[i] != canary)
+            return ::testing::AssertionFailure() << "byte " << i << " outside the copy written";
+    return ::testing::AssertionSuccess();
+}
+
 /* Every length 0..2048; source and destination each at a random offset
  * 0..63 of their own heap block. The destination block is filled with a
  * canary: afterwards [dst, dst+len) must equal the source and every other
@@ -147,21 +174,13 @@ TEST_P(crc32_copy_test, random_segmentation_chains) {
         const size_t soff = rng() % 64, doff = rng() % 64;
         std::fill(dst.begin(), dst.end(), canary);
         const uint32_t want = crc32_update_scalar(~0u, src.data() + soff, len);
-        const int pieces = 1 + static_cast<int>(rng() % 12);
-        uint32_t reg = ~0u;
-        size_t at = 0;
-        for (int k = 0; k < pieces; k++) {
-            const size_t n = k + 1 == pieces ? len - at : rng() % (len - at + 1);
-            reg = fn(reg, dst.data() + doff + at, src.data() + soff + at, n);
-            at += n;
-        }
+        int pieces;
+        const uint32_t reg =
+            chain_pieces(rng, len, 12, pieces, [&](uint32_t r, size_t at, size_t n) {
+                return fn(r, dst.data() + doff + at, src.data() + soff + at, n);
+            });
         ASSERT_EQ(reg, want) << "len " << len << " pieces " << pieces;
-        ASSERT_EQ(std::memcmp(dst.data() + doff, src.data() + soff, len), 0) << len;
-        for (size_t i = 0; i < dst.size(); i++) {
-            if (i < doff || i >= doff + len) {
-                ASSERT_EQ(dst[i], canary) << len;
-            }
-        }
+        ASSERT_TRUE(copied_exactly(dst, doff, src.data() + soff, len));
     }
 }
 
@@ -293,22 +312,14 @@ TEST_P(crc32_place_test, random_segmentation_chains) {
         const size_t aoff = rng() % 64, soff = rng() % 64, doff = rng() % 64;
         std::fill(dst.begin(), dst.end(), canary);
         const uint32_t want = crc32_update_scalar(~0u, data.data() + aoff, len);
-        const int pieces = 1 + static_cast<int>(rng() % 8);
-        uint32_t reg = ~0u;
-        size_t at = 0;
-        for (int k = 0; k < pieces; k++) {
-            const size_t n = k + 1 == pieces ? len - at : rng() % (len - at + 1);
-            reg =
-                fn(reg, data.data() + aoff + at, dst.data() + doff + at, src.data() + soff + at, n);
-            at += n;
-        }
+        int pieces;
+        const uint32_t reg =
+            chain_pieces(rng, len, 8, pieces, [&](uint32_t r, size_t at, size_t n) {
+                return fn(r, data.data() + aoff + at, dst.data() + doff + at,
+                          src.data() + soff + at, n);
+            });
         ASSERT_EQ(reg, want) << "len " << len << " pieces " << pieces;
-        ASSERT_EQ(std::memcmp(dst.data() + doff, src.data() + soff, len), 0) << len;
-        for (size_t i = 0; i < dst.size(); i++) {
-            if (i < doff || i >= doff + len) {
-                ASSERT_EQ(dst[i], canary) << len;
-            }
-        }
+        ASSERT_TRUE(copied_exactly(dst, doff, src.data() + soff, len));
     }
 }
 
