@@ -200,9 +200,9 @@ crc32_copy_update_vclmul(uint32_t reg, void *dst, const void *src, size_t len) {
 }
 
 /* Not the engine with io_place: on the Zen 5 the 256-bit loop with a second
- * load and a store per ymm ran at 0.76-0.94x of the CRC then the copy (1 to
- * 9 KB, doc/icrc.md "Place while checking"), while the 512-bit and 128-bit
- * engines gain. */
+ * load and a store per ymm ran at 0.76-0.94x of the CRC then the copy (256 B
+ * to 9 KB, doc/icrc.md "Place while checking"), while the 512-bit and
+ * 128-bit engines gain. */
 __attribute__((target("avx2,vpclmulqdq,pclmul"))) uint32_t
 crc32_update_place_vclmul(uint32_t reg, const void *data, void *dst, const void *src, size_t len) {
     reg = crc32_detail::vclmul_body(reg, data, len, crc32_detail::io_crc{});

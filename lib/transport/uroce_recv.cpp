@@ -68,8 +68,11 @@ void device::rx_place(const roce_packet &p, const rte_mbuf *m, uint32_t off, uin
         return;
     }
     if (m->nb_segs == 1) {
-        if (rx_ahead_.pending && rx_ahead_.done < rx_ahead_.payload_len) ++cnt_.rx_icrc_ahead;
+        /* A frame is counted once, at its first fold: a placement over
+         * several SGEs folds the same next frame several times. */
+        const bool first_fold = rx_ahead_.pending && rx_ahead_.done == 0;
         icrc_check_place(rx_ahead_, dst, p.hdr + p.payload_offset + off, len);
+        if (first_fold && rx_ahead_.done) ++cnt_.rx_icrc_ahead;
         return;
     }
     pkt_copy_payload(p, m, off, dst, len);

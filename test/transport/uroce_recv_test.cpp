@@ -193,6 +193,48 @@ TEST_F(recv, place_while_checking_the_next_frame) {
         EXPECT_TRUE(untouched(i)) << i;
 }
 
+/* A frame placed in two pieces (a SEND into a receive WQE of two SGEs)
+ * folds the next frame's check twice; that frame is counted once. In
+ * [WRITE, SEND, WRITE] the SEND is folded while the first WRITE is placed,
+ * so its own placement folds the second WRITE, in two pieces. */
+TEST_F(recv, a_frame_folded_in_pieces_counts_once) {
+    setup_pair();
+    constexpr uint32_t len = 1024;
+    std::vector<uint8_t> dst(4 * len, 0);
+    mr *md = reg(b, dst.data(), dst.size());
+    sge sg[2] = {{reinterpret_cast<uint64_t>(dst.data() + 2 * len), len / 2, mr_lkey(md)},
+                 {reinterpret_cast<uint64_t>(dst.data() + 3 * len), len / 2, mr_lkey(md)}};
+    recv_wr r;
+    r.wr_id = 7;
+    r.sg_list = sg;
+    r.num_sge = 2;
+    recv_wr *bad = nullptr;
+    ASSERT_EQ(post_recv(b.qp, &r, &bad), verbs_error::ok);
+    std::vector<uint8_t> pl(len);
+    for (uint32_t i = 0; i < len; i++)
+        pl[i] = uint8_t(3 * i);
+    bth_fields bf;
+    bf.opcode = to_u8(ib_opcode::rc_send_only);
+    bf.dest_qp = qp_num(b.qp);
+    bf.psn = psn_add(b.qp->resp.psn, 1);
+    payload_src src;
+    src.flat = pl.data();
+    const uint32_t psn0 = b.qp->resp.psn;
+    rte_mbuf *m[3] = {
+        write_only(a.qp, b.qp, psn0, dst.data(), md, len, 1),
+        pkt_build(test_pool(), a.qp->hdr, bf, ext_fields{}, &src, len, 1),
+        write_only(a.qp, b.qp, psn_add(psn0, 2), dst.data() + len, md, len, 2),
+    };
+    b.ctx->rx_burst(m, 3);
+    const auto &dc = b.ctx->counters();
+    EXPECT_EQ(b.qp->resp.psn, psn_add(psn0, 3));
+    EXPECT_EQ(dc.rx_icrc_errors, 0u);
+    EXPECT_EQ(dc.rx_icrc_ahead, icrc_fused_copy() ? 2u : 0u);
+    EXPECT_EQ(std::memcmp(dst.data() + 2 * len, pl.data(), len / 2), 0);
+    EXPECT_EQ(std::memcmp(dst.data() + 3 * len, pl.data() + len / 2, len / 2), 0);
+    EXPECT_EQ(dst[len], 2); /* the second WRITE landed */
+}
+
 static ipv4_hdr *ip_of(rte_mbuf *m) {
     roce_packet p;
     EXPECT_EQ(parse_mbuf(m, p), parse_error::ok);
