@@ -82,13 +82,22 @@ template <typename F> void run_chained(benchmark::State &st, F &&crc) {
     st.SetBytesProcessed(static_cast<int64_t>(st.iterations()) * static_cast<int64_t>(n));
 }
 
-void bm_uroce_path(benchmark::State &st, crc32_path p) {
-    if (!crc32_path_supported(p)) {
+/* A benchmark of one engine (or of the dispatched form): false, and the
+ * benchmark skipped, if the CPU lacks the engine; the dispatched one is
+ * labelled with the path it took. */
+bool engine_ready(benchmark::State &st, crc32_path path, bool dispatched) {
+    if (!dispatched && !crc32_path_supported(path)) {
         st.SkipWithError("path not supported by this CPU");
         for (auto _ : st) {
         }
-        return;
+        return false;
     }
+    if (dispatched) st.SetLabel(crc32_path_name(crc32_active_path()));
+    return true;
+}
+
+void bm_uroce_path(benchmark::State &st, crc32_path p) {
+    if (!engine_ready(st, p, false)) return;
     switch (p) {
     case crc32_path::scalar:
         run_chained(st, [](uint32_t c, const uint8_t *b, size_t n) {
@@ -174,13 +183,7 @@ const copy_impl copy_impls[] = {
 };
 
 void bm_copy(benchmark::State &st, const copy_impl *impl, bool fused) {
-    if (impl->fused != crc32_copy_update && !crc32_path_supported(impl->path)) {
-        st.SkipWithError("path not supported by this CPU");
-        for (auto _ : st) {
-        }
-        return;
-    }
-    if (impl->fused == crc32_copy_update) st.SetLabel(crc32_path_name(crc32_active_path()));
+    if (!engine_ready(st, impl->path, impl->fused == crc32_copy_update)) return;
     const size_t n = static_cast<size_t>(st.range(0));
     uint8_t *dst = g_copy_dst + copy_dst_off;
     const uint32_t zero = g_zero_v;
@@ -228,13 +231,7 @@ const place_impl place_impls[] = {
 };
 
 void bm_place(benchmark::State &st, const place_impl *impl, bool together) {
-    if (impl->together != crc32_update_place && !crc32_path_supported(impl->path)) {
-        st.SkipWithError("path not supported by this CPU");
-        for (auto _ : st) {
-        }
-        return;
-    }
-    if (impl->together == crc32_update_place) st.SetLabel(crc32_path_name(crc32_active_path()));
+    if (!engine_ready(st, impl->path, impl->together == crc32_update_place)) return;
     const size_t n = static_cast<size_t>(st.range(0));
     const uint8_t *data = g_copy_dst + copy_dst_off;
     const uint8_t *src = g_place_src + copy_dst_off;
@@ -462,6 +459,30 @@ class collecting_reporter : public benchmark::ConsoleReporter {
     }
 };
 
+/* The one-pass form against the two passes, per size and engine: the
+ * rows "ONE/impl" and "TWO/impl" of table (the copy and the place tables). */
+template <class Impl, size_t N>
+void print_pair_table(const std::map<std::pair<std::string, int64_t>, result> &table,
+                      const Impl (&impls)[N], const char *title, const char *one, const char *two) {
+    if (table.empty()) return;
+    std::printf("\n%-7s %-20s %12s %12s %9s %9s %8s\n", "size", title,
+                (std::string(one) + " GB/s").c_str(), two, (std::string(one) + " ns").c_str(),
+                "sep. ns", "x_sep");
+    for (int64_t size : copy_sizes) {
+        for (const Impl &impl : impls) {
+            const auto f = table.find({std::string(one) + "/" + impl.name, size});
+            const auto m = table.find({std::string(two) + "/" + impl.name, size});
+            if (f == table.end() || m == table.end() || m->second.bytes_per_s <= 0) continue;
+            std::string name = impl.name;
+            if (!f->second.label.empty()) name += " (" + f->second.label + ")";
+            std::printf("%-7lld %-20s %12.2f %12.2f %9.1f %9.1f %8.2f\n",
+                        static_cast<long long>(size), name.c_str(), f->second.bytes_per_s / 1e9,
+                        m->second.bytes_per_s / 1e9, f->second.ns_per_call, m->second.ns_per_call,
+                        f->second.bytes_per_s / m->second.bytes_per_s);
+        }
+    }
+}
+
 void print_table(const collecting_reporter &rep) {
     std::printf("\n%-7s %-40s %9s %9s %8s %8s\n", "size", "impl", "GB/s", "ns/call", "x_isal",
                 "x_zlib");
@@ -483,42 +504,8 @@ void print_table(const collecting_reporter &rep) {
                         impl.c_str(), r.bytes_per_s / 1e9, r.ns_per_call, ratio, zratio);
         }
     }
-    if (!rep.copy.empty()) {
-        std::printf("\n%-7s %-20s %12s %12s %9s %9s %8s\n", "size", "copy+crc engine", "fused GB/s",
-                    "memcpy+crc", "fused ns", "sep. ns", "x_sep");
-        for (int64_t size : copy_sizes) {
-            for (const copy_impl &impl : copy_impls) {
-                const auto f = rep.copy.find({std::string("fused/") + impl.name, size});
-                const auto m = rep.copy.find({std::string("memcpy+crc/") + impl.name, size});
-                if (f == rep.copy.end() || m == rep.copy.end() || m->second.bytes_per_s <= 0)
-                    continue;
-                std::string name = impl.name;
-                if (!f->second.label.empty()) name += " (" + f->second.label + ")";
-                std::printf("%-7lld %-20s %12.2f %12.2f %9.1f %9.1f %8.2f\n",
-                            static_cast<long long>(size), name.c_str(), f->second.bytes_per_s / 1e9,
-                            m->second.bytes_per_s / 1e9, f->second.ns_per_call,
-                            m->second.ns_per_call, f->second.bytes_per_s / m->second.bytes_per_s);
-            }
-        }
-    }
-    if (!rep.place.empty()) {
-        std::printf("\n%-7s %-20s %12s %12s %9s %9s %8s\n", "size", "crc one, copy another",
-                    "together GB/s", "crc+memcpy", "togeth. ns", "sep. ns", "x_sep");
-        for (int64_t size : copy_sizes) {
-            for (const place_impl &impl : place_impls) {
-                const auto t = rep.place.find({std::string("together/") + impl.name, size});
-                const auto m = rep.place.find({std::string("crc+memcpy/") + impl.name, size});
-                if (t == rep.place.end() || m == rep.place.end() || m->second.bytes_per_s <= 0)
-                    continue;
-                std::string name = impl.name;
-                if (!t->second.label.empty()) name += " (" + t->second.label + ")";
-                std::printf("%-7lld %-20s %12.2f %12.2f %9.1f %9.1f %8.2f\n",
-                            static_cast<long long>(size), name.c_str(), t->second.bytes_per_s / 1e9,
-                            m->second.bytes_per_s / 1e9, t->second.ns_per_call,
-                            m->second.ns_per_call, t->second.bytes_per_s / m->second.bytes_per_s);
-            }
-        }
-    }
+    print_pair_table(rep.copy, copy_impls, "copy+crc engine", "fused", "memcpy+crc");
+    print_pair_table(rep.place, place_impls, "crc one, copy another", "together", "crc+memcpy");
     if (!rep.others.empty()) {
         std::printf("\n%-44s %-24s %9s\n", "icrc benchmark", "case", "ns/call");
         for (const auto &[name, r] : rep.others)
