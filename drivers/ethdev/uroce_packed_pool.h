@@ -20,8 +20,9 @@ bool packed_pool_allowed();
 
 /* rte_pktmbuf_pool_create's pool (the platform's best mempool ops, every
  * mbuf initialized alike) with RTE_MEMPOOL_F_NO_IOVA_CONTIG, so that its
- * objects sit back to back in EAL's memory. nullptr with rte_errno set on
- * failure. */
+ * objects sit back to back, in an anonymous mapping of the pool's own that
+ * rte_mempool_free unmaps (no IOVA: RTE_MEMPOOL_F_NON_IO). nullptr with
+ * rte_errno set on failure. */
 rte_mempool *packed_pktmbuf_pool_create(const std::string &name, unsigned n, unsigned cache_size,
                                         uint16_t data_room_size, int socket_id);
 

@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -300,7 +301,16 @@ TEST(eal_session, pool_errors_say_what_to_change) {
                       err.find("at most") != std::string::npos,
                   "65535-byte data room: " + err);
         err.clear();
-        /* 100000 jumbo mbufs: about 1 GiB, EAL has 128 MiB. */
+        /* 100000 jumbo mbufs: about 1 GiB, EAL has 128 MiB. Without
+         * hugepages the pool would first be mapped from the process's own
+         * memory (drivers/ethdev/uroce_packed_pool.cpp): with no address
+         * space left for it, it falls back to EAL's, which is too small. */
+        std::ifstream statm("/proc/self/statm");
+        unsigned long long vm_pages = 0;
+        statm >> vm_pages;
+        const rlim_t vm_now = rlim_t(vm_pages) * rlim_t(sysconf(_SC_PAGESIZE));
+        const rlimit as{vm_now + (rlim_t(256) << 20), vm_now + (rlim_t(256) << 20)};
+        rep.check(vm_pages > 0 && setrlimit(RLIMIT_AS, &as) == 0, "address space limit");
         rep.check(make_pktmbuf_pool("too_many", 100000, jumbo_frame_room, err) == nullptr &&
                       err.find("-m") != std::string::npos &&
                       err.find("100000 mbufs") != std::string::npos,

@@ -10,7 +10,12 @@
 #include <set>
 #include <vector>
 
+#include <sys/mman.h>
+
+#include <cerrno>
+
 #include <rte_eal.h>
+#include <rte_memory.h>
 #include <rte_eth_ring.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
@@ -80,6 +85,36 @@ TEST(packed_pool, two_kib_mbufs_sit_back_to_back_and_work_as_pktmbufs) {
         rte_pktmbuf_free(m);
     EXPECT_EQ(rte_mempool_avail_count(mp), n_mbufs);
     rte_mempool_free(mp);
+}
+
+/* Whether the page at p is mapped in this process (msync fails with ENOMEM
+ * on a page that is not). */
+bool mapped(const void *p) {
+    void *page = reinterpret_cast<void *>(uintptr_t(p) & ~uintptr_t(4095));
+    return msync(page, 4096, MS_ASYNC) == 0 || errno != ENOMEM;
+}
+
+/* Why: DPDK zeroes EAL memory as it frees it, faulting in every page of the
+ * data rooms that the pool's init never wrote (0.12 s an app at exit). The
+ * pool's memory is a mapping of its own, not EAL's, and freeing the pool
+ * unmaps it at once. */
+TEST(packed_pool, its_memory_is_its_own_and_goes_with_the_pool) {
+    rte_mempool *mp = packed_pktmbuf_pool_create("packed_own", n_mbufs, 0, room, SOCKET_ID_ANY);
+    ASSERT_NE(mp, nullptr) << rte_strerror(rte_errno);
+    EXPECT_TRUE(mp->flags & RTE_MEMPOOL_F_NON_IO); /* no IOVA: for software PMDs only */
+    std::vector<rte_mbuf *> all = take_all(mp);
+    ASSERT_EQ(all.size(), n_mbufs);
+    const auto [lo, hi] = std::minmax_element(all.begin(), all.end());
+    const void *first = *lo;
+    const void *last = static_cast<const char *>((*hi)->buf_addr) + (*hi)->buf_len - 1;
+    EXPECT_EQ(rte_mem_virt2memseg(first, nullptr), nullptr) << "in EAL's memory";
+    EXPECT_TRUE(mapped(first));
+    EXPECT_TRUE(mapped(last));
+    for (rte_mbuf *m : all)
+        rte_pktmbuf_free(m);
+    rte_mempool_free(mp);
+    EXPECT_FALSE(mapped(first));
+    EXPECT_FALSE(mapped(last));
 }
 
 /* Why: DPDK's own pool puts each 2 KiB mbuf in a page of its own here, every
