@@ -19,6 +19,7 @@
 #include "crc32_internal.h"
 
 #include <atomic>
+#include <tuple>
 #include <cpuid.h>
 #include <cstdio>
 #include <cstdlib>
@@ -116,57 +117,71 @@ crc32_path best_under(unsigned limit) {
     return crc32_path::scalar;
 }
 
-uint32_t crc32_update_vclmul512_probe(uint32_t reg, const void *data, size_t len);
-uint32_t crc32_copy_update_vclmul512_probe(uint32_t reg, void *dst, const void *src, size_t len);
-uint32_t crc32_update_place_vclmul512_probe(uint32_t reg, const void *data, void *dst,
-                                            const void *src, size_t len);
+/* One operation's engines, one per path (the 128-bit one in its SSE and
+ * VEX encodings), and the zmm engine's stand-in while DPDK's limit is
+ * unknown (zmm_probe below). crc32_update, crc32_copy_update and
+ * crc32_update_place each have one, chosen alike. */
+template <class Fn> struct engine_set {
+    Fn scalar, clmul_sse, clmul_vex, vclmul, vclmul512, vclmul512_probe;
+};
 
-crc32_fn fn_of(crc32_path p, unsigned limit) {
+template <class Fn> Fn choose(const engine_set<Fn> &e, crc32_path p, unsigned limit) {
     switch (p) {
     case crc32_path::clmul:
-        return caps().avx ? crc32_detail::crc32_update_clmul_vex
-                          : crc32_detail::crc32_update_clmul_sse;
+        return caps().avx ? e.clmul_vex : e.clmul_sse;
     case crc32_path::vclmul:
-        return crc32_update_vclmul;
+        return e.vclmul;
     case crc32_path::vclmul512:
-        return limit ? crc32_update_vclmul512 : crc32_update_vclmul512_probe;
+        return limit ? e.vclmul512 : e.vclmul512_probe;
     case crc32_path::scalar:
     default:
-        return crc32_update_scalar;
+        return e.scalar;
     }
 }
 
-/* The fused copy + CRC follows the same path choice as crc32_update. */
-copy_fn copy_fn_of(crc32_path p, unsigned limit) {
-    switch (p) {
-    case crc32_path::clmul:
-        return caps().avx ? crc32_detail::crc32_copy_update_clmul_vex
-                          : crc32_detail::crc32_copy_update_clmul_sse;
-    case crc32_path::vclmul:
-        return crc32_copy_update_vclmul;
-    case crc32_path::vclmul512:
-        return limit ? crc32_copy_update_vclmul512 : crc32_copy_update_vclmul512_probe;
-    case crc32_path::scalar:
-    default:
-        return crc32_copy_update_scalar;
+/* vpclmulqdq-avx512 while DPDK's limit is unknown (see the top of the
+ * file): a call too short for zmm code goes to the 256-bit engine; a longer
+ * one reads the limit, and once EAL has set it, re-runs the choice and
+ * calls the operation again through its new pointer. The length is the
+ * operation's last argument. */
+template <auto Ymm, auto Zmm, auto Dispatched> struct zmm_probe;
+template <class... Args, uint32_t (*Ymm)(uint32_t, Args...), uint32_t (*Zmm)(uint32_t, Args...),
+          uint32_t (*Dispatched)(uint32_t, Args...)>
+struct zmm_probe<Ymm, Zmm, Dispatched> {
+    static uint32_t call(uint32_t reg, Args... args) {
+        const size_t len = std::get<sizeof...(Args) - 1>(std::forward_as_tuple(args...));
+        if (len < crc32_detail::crc32_zmm_min) return Ymm(reg, args...);
+        if (simd_limit() != 0) [[unlikely]] {
+            crc32_refresh_path();
+            return Dispatched(reg, args...);
+        }
+        return Zmm(reg, args...);
     }
-}
+};
 
-/* And so does the CRC-one-copy-another. */
-place_fn place_fn_of(crc32_path p, unsigned limit) {
-    switch (p) {
-    case crc32_path::clmul:
-        return caps().avx ? crc32_detail::crc32_update_place_clmul_vex
-                          : crc32_detail::crc32_update_place_clmul_sse;
-    case crc32_path::vclmul:
-        return crc32_update_place_vclmul;
-    case crc32_path::vclmul512:
-        return limit ? crc32_update_place_vclmul512 : crc32_update_place_vclmul512_probe;
-    case crc32_path::scalar:
-    default:
-        return crc32_update_place_scalar;
-    }
-}
+constexpr engine_set<crc32_fn> update_engines{
+    crc32_update_scalar,
+    crc32_detail::crc32_update_clmul_sse,
+    crc32_detail::crc32_update_clmul_vex,
+    crc32_update_vclmul,
+    crc32_update_vclmul512,
+    zmm_probe<crc32_update_vclmul, crc32_update_vclmul512, crc32_update>::call};
+
+constexpr engine_set<copy_fn> copy_engines{
+    crc32_copy_update_scalar,
+    crc32_detail::crc32_copy_update_clmul_sse,
+    crc32_detail::crc32_copy_update_clmul_vex,
+    crc32_copy_update_vclmul,
+    crc32_copy_update_vclmul512,
+    zmm_probe<crc32_copy_update_vclmul, crc32_copy_update_vclmul512, crc32_copy_update>::call};
+
+constexpr engine_set<place_fn> place_engines{
+    crc32_update_place_scalar,
+    crc32_detail::crc32_update_place_clmul_sse,
+    crc32_detail::crc32_update_place_clmul_vex,
+    crc32_update_place_vclmul,
+    crc32_update_place_vclmul512,
+    zmm_probe<crc32_update_place_vclmul, crc32_update_place_vclmul512, crc32_update_place>::call};
 
 masked_fn masked_fn_of(crc32_path p, unsigned limit) {
     /* The ICRC's masked calls are at most 256 bytes: the 128-bit short form
@@ -203,43 +218,11 @@ std::atomic<crc32_path> g_requested{crc32_path::scalar};
 
 void install(crc32_path p, unsigned limit) {
     g_path.store(p, std::memory_order_relaxed);
-    g_fn.store(fn_of(p, limit), std::memory_order_relaxed);
+    g_fn.store(choose(update_engines, p, limit), std::memory_order_relaxed);
     g_masked_fn.store(masked_fn_of(p, limit), std::memory_order_relaxed);
     crc32_detail::g_icrc_masked_fn.store(icrc_masked_fn_of(p, limit), std::memory_order_relaxed);
-    g_copy_fn.store(copy_fn_of(p, limit), std::memory_order_relaxed);
-    g_place_fn.store(place_fn_of(p, limit), std::memory_order_relaxed);
-}
-
-/* vpclmulqdq-avx512 while DPDK's limit is unknown (see the top of the file). */
-uint32_t crc32_update_vclmul512_probe(uint32_t reg, const void *data, size_t len) {
-    if (len < crc32_detail::crc32_zmm_min) return crc32_update_vclmul(reg, data, len);
-    if (simd_limit() != 0) [[unlikely]] {
-        crc32_refresh_path();
-        return crc32_update(reg, data, len);
-    }
-    return crc32_update_vclmul512(reg, data, len);
-}
-
-/* The same probe for the fused copy + CRC. */
-uint32_t crc32_copy_update_vclmul512_probe(uint32_t reg, void *dst, const void *src, size_t len) {
-    if (len < crc32_detail::crc32_zmm_min) return crc32_copy_update_vclmul(reg, dst, src, len);
-    if (simd_limit() != 0) [[unlikely]] {
-        crc32_refresh_path();
-        return crc32_copy_update(reg, dst, src, len);
-    }
-    return crc32_copy_update_vclmul512(reg, dst, src, len);
-}
-
-/* And for the CRC-one-copy-another. */
-uint32_t crc32_update_place_vclmul512_probe(uint32_t reg, const void *data, void *dst,
-                                            const void *src, size_t len) {
-    if (len < crc32_detail::crc32_zmm_min)
-        return crc32_update_place_vclmul(reg, data, dst, src, len);
-    if (simd_limit() != 0) [[unlikely]] {
-        crc32_refresh_path();
-        return crc32_update_place(reg, data, dst, src, len);
-    }
-    return crc32_update_place_vclmul512(reg, data, dst, src, len);
+    g_copy_fn.store(choose(copy_engines, p, limit), std::memory_order_relaxed);
+    g_place_fn.store(choose(place_engines, p, limit), std::memory_order_relaxed);
 }
 
 __attribute__((constructor)) void crc32_dispatch_init() {
