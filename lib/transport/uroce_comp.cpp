@@ -60,7 +60,7 @@ void post_recv_cqe(qp *q, uint64_t wr_id, wc_status st, wc_opcode op, uint32_t b
 
 /* The WQE at sq_comp finished successfully. */
 void comp_complete_wqe(qp *q, send_wqe &w) {
-    if (w.signaled) post_send_cqe(q, w, wc_status::success);
+    if (w.signaled()) post_send_cqe(q, w, wc_status::success);
     if (w.rd_counted) {
         w.rd_counted = false;
         --q->req.rd_atomic_outstanding;
@@ -285,24 +285,25 @@ void comp_rnr_timeout(void *arg) {
  * nothing written) when a piece is no longer registered for local write. */
 static bool scatter(qp *q, send_wqe &w, uint64_t off, const roce_packet &p, rte_mbuf *m,
                     uint32_t len) {
+    const sge *sg = sq_sgl(q, w);
     uint32_t i0 = 0;
     uint64_t off0 = off;
-    while (i0 < w.num_sge && off0 >= w.sg[i0].length)
-        off0 -= w.sg[i0++].length;
+    while (i0 < w.num_sge && off0 >= sg[i0].length)
+        off0 -= sg[i0++].length;
     /* check first, then copy: a failure writes nothing */
     for (int pass = 0; pass < 2; ++pass) {
         uint32_t i = i0, done = 0;
         uint64_t o = off0;
         while (done < len && i < w.num_sge) {
-            uint64_t avail = w.sg[i].length - o;
+            uint64_t avail = sg[i].length - o;
             uint32_t c = avail < len - done ? uint32_t(avail) : len - done;
             if (pass == 0) {
                 mr *mm;
-                if (mr_check(q->dev->mrs(), q->req.lkeys, w.sg[i].lkey, q->pd, access_local_write,
-                             w.sg[i].addr + o, c, &mm) != mr_status::ok)
+                if (mr_check(q->dev->mrs(), q->req.lkeys, sg[i].lkey, q->pd, access_local_write,
+                             sg[i].addr + o, c, &mm) != mr_status::ok)
                     return false;
             } else {
-                q->dev->rx_place(p, m, done, reinterpret_cast<uint8_t *>(w.sg[i].addr) + o, c);
+                q->dev->rx_place(p, m, done, reinterpret_cast<uint8_t *>(sg[i].addr) + o, c);
             }
             done += c;
             o = 0;
@@ -518,12 +519,13 @@ static void do_atomic(qp *q, send_wqe &w, const roce_packet &p, bool advanced) {
     }
     uint64_t orig = p.atomic_ack_eth()->orig();
     mr *mm;
-    if (mr_check(q->dev->mrs(), q->req.lkeys, w.sg[0].lkey, q->pd, access_local_write, w.sg[0].addr,
+    const sge &result = sq_sgl(q, w)[0];
+    if (mr_check(q->dev->mrs(), q->req.lkeys, result.lkey, q->pd, access_local_write, result.addr,
                  8, &mm) != mr_status::ok) {
         complete_error(q, wc_status::loc_prot_err);
         return;
     }
-    std::memcpy(reinterpret_cast<void *>(w.sg[0].addr), &orig, 8);
+    std::memcpy(reinterpret_cast<void *>(result.addr), &orig, 8);
     q->comp.psn = psn_add(psn, 1);
     comp_complete_wqe(q, w);
     complete_ack(q);

@@ -158,12 +158,11 @@ verbs_error qp_init(qp *q, const qp_init_attr &a) {
     if (q->cap.max_recv_sge == 0) q->cap.max_recv_sge = 1;
     uint32_t n = std::bit_ceil(q->cap.max_send_wr < 1 ? 1u : q->cap.max_send_wr);
     q->sq = std::make_unique<send_wqe[]>(n);
-    q->sq_sges = std::make_unique<sge[]>(size_t(n) * q->cap.max_send_sge);
+    q->sq_max_sge = q->cap.max_send_sge;
+    if (q->sq_max_sge > 1) q->sq_sges = std::make_unique<sge[]>(size_t(n) * q->sq_max_sge);
     if (q->cap.max_inline_data)
         q->sq_inline = std::make_unique<uint8_t[]>(size_t(n) * q->cap.max_inline_data);
     q->sq_atomic = std::make_unique<wqe_atomic[]>(n);
-    for (uint32_t i = 0; i < n; ++i)
-        q->sq[i].sg = &q->sq_sges[size_t(i) * q->cap.max_send_sge];
     q->sq_mask = n - 1;
     if (!a.srq) q->rq.init(q->cap.max_recv_wr, q->cap.max_recv_sge);
     uint32_t rsge = a.srq ? a.srq->rq.max_sge() : q->cap.max_recv_sge;

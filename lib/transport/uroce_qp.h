@@ -50,13 +50,22 @@ enum class wqe_state : uint8_t { posted, issued, done, error };
 
 /* A send WQE is one cache line: what posting writes and the requester and
  * the completer read, per message. With thousands of QPs each of its lines
- * is a miss at posting and again at completion (it was two lines). Its
- * scatter list, inline data and atomic operands sit in the QP's side
- * arrays at the WQE's index (sq_sges, sq_inline, sq_atomic): read only by
- * the packet that needs them. */
+ * is a miss at posting and again at completion (it was two lines). On a QP
+ * of one send SGE (perftest's, and most) the scatter list is in that line
+ * too (sg0); with more, it sits in the side array sq_sges at the WQE's
+ * index, as inline data and atomic operands do (sq_inline_at,
+ * sq_atomic_at). Either is found from the index alone (sq_sgl), never
+ * through a pointer in the WQE: that made posting wait for the cold line,
+ * and a separate line of SGEs was a second miss per message. */
 struct alignas(64) send_wqe {
     uint64_t wr_id = 0;
-    uint64_t length = 0;
+    uint32_t length = 0; /* at most max_msg_size (req_post_send checks) */
+    /* as in send_wr: SEND/WRITE_WITH_IMM carry imm_data (network order),
+     * SEND_WITH_INV the rkey the responder is to invalidate (IBTA 9.4.4) */
+    union {
+        uint32_t imm_data = 0;
+        uint32_t invalidate_rkey;
+    };
     union {
         uint64_t remote_addr = 0; /* RDMA and atomic: the remote VA */
         struct ah *ah;            /* UD: the address handle */
@@ -66,27 +75,27 @@ struct alignas(64) send_wqe {
         uint32_t remote_qpn; /* UD */
     };
     uint32_t remote_qkey = 0; /* UD */
-    /* as in send_wr: SEND/WRITE_WITH_IMM carry imm_data (network order),
-     * SEND_WITH_INV the rkey the responder is to invalidate (IBTA 9.4.4) */
-    union {
-        uint32_t imm_data = 0;
-        uint32_t invalidate_rkey;
-    };
     uint32_t first_psn = 0;
     uint32_t last_psn = 0;
-    uint16_t flags = 0; /* send_flags */
-    uint16_t num_sge = 0;
+    /* send_flags as the WQE runs them: send_signaled also when the QP
+     * signals all, send_inline only when there are bytes to carry */
+    uint8_t flags = 0;
+    uint8_t num_sge = 0; /* at most max_sge_limit */
     wr_opcode opcode = wr_opcode::send;
     wqe_state state = wqe_state::posted;
     wc_status status = wc_status::success;
-    bool is_inline = false;
-    bool signaled = false;
     bool rd_counted = false; /* counted in req.rd_atomic_outstanding */
     /* selective repeat: may be placed before earlier requests (uroce_sack.cpp) */
     bool sr_independent = false;
-    sge *sg = nullptr; /* the QP's sq_sges at this WQE's index */
+    sge sg0; /* the scatter list of a QP with one send SGE */
+
+    bool signaled() const { return flags & send_signaled; }
+    bool is_inline() const { return flags & send_inline; }
 };
 static_assert(sizeof(send_wqe) == 64, "a send WQE is one cache line");
+static_assert(max_sge_limit <= UINT8_MAX &&
+                  (send_fence | send_signaled | send_solicited | send_inline) <= UINT8_MAX,
+              "num_sge and flags fit their bytes");
 
 /* An atomic WR's operands (send_wr::wr.atomic), beside its WQE. */
 struct wqe_atomic {
@@ -144,6 +153,10 @@ struct qp {
     uint32_t sq_head = 0;
     uint32_t sq_comp = 0;
     std::unique_ptr<send_wqe[]> sq;
+    /* the WQEs' scatter lists, sq_max_sge entries each at the WQE's index,
+     * when that is more than one (else each in its WQE: sq_sgl) */
+    std::unique_ptr<sge[]> sq_sges;
+    uint32_t sq_max_sge = 1;
     qp_attr attr; /* current attributes (query_qp) */
     roce_path path;
     hdr_template hdr;
@@ -289,7 +302,6 @@ struct qp {
     struct pd *pd = nullptr;
     void *qp_context = nullptr;
     qp_cap cap;
-    std::unique_ptr<sge[]> sq_sges;
     std::unique_ptr<uint8_t[]> sq_inline;    /* cap.max_inline_data per WQE */
     std::unique_ptr<wqe_atomic[]> sq_atomic; /* one per WQE */
     bool comm_est_raised = false;            /* since the last move to RTR */
@@ -318,13 +330,13 @@ static inline void qp_prefetch_send_wqe(const qp *q, uint32_t idx) {
 static inline void qp_prefetch_recv_wqe(const qp *q, uint32_t k) {
     if (q->srq || q->rq.count() <= k) return;
     rte_prefetch0(q->rq.slot_after_front(k));
-    rte_prefetch0(q->rq.sgl_after_front(k));
+    rte_prefetch0(q->rq.slot_end_after_front(k));
 }
 /* The third stage, once that WQE's scatter list is in: the first line of
  * the buffer the SEND's payload goes to, for writing. */
 static inline void qp_prefetch_recv_buffer(const qp *q, uint32_t k) {
     if (q->srq || q->rq.count() <= k) return;
-    const sge *sg = q->rq.sgl_after_front(k);
+    const sge *sg = q->rq.slot_after_front(k)->sgl();
     /* the compiler's write prefetch (DPDK 22.11's rte_prefetch0_write is
      * still experimental API) */
     if (sg->length) __builtin_prefetch(reinterpret_cast<const void *>(sg->addr), 1, 3);
@@ -417,6 +429,12 @@ static inline const send_wqe &sq_at(const qp *q, uint32_t idx) {
 /* A WQE's side-array entries (its place in q->sq). */
 static inline size_t sq_index(const qp *q, const send_wqe &w) {
     return size_t(&w - q->sq.get());
+}
+static inline sge *sq_sgl(const qp *q, size_t index) {
+    return q->sq_max_sge == 1 ? &q->sq[index].sg0 : &q->sq_sges[index * q->sq_max_sge];
+}
+static inline sge *sq_sgl(const qp *q, const send_wqe &w) {
+    return sq_sgl(q, sq_index(q, w));
 }
 static inline uint8_t *sq_inline_at(const qp *q, const send_wqe &w) {
     return &q->sq_inline[sq_index(q, w) * q->cap.max_inline_data];

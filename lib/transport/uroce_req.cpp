@@ -18,6 +18,10 @@
 
 namespace uroce {
 
+/* How many WQEs ahead of the one being sent a turn loads: a few sends'
+ * time covers a miss to memory. */
+inline constexpr uint32_t req_wqe_prefetch_ahead = 4;
+
 static verbs_error check_wr(const qp *q, const send_wr *wr, uint64_t *len_out) {
     const wr_opcode_info &op = wr_opcode_lookup(wr->opcode);
     if (!op.allowed_on(q->type)) return verbs_error::inval;
@@ -59,13 +63,15 @@ verbs_error req_post_send(qp *q, send_wr *wr, send_wr **bad_wr) {
         send_wqe &w = sq_at(q, q->sq_head);
         w.wr_id = wr->wr_id;
         w.opcode = wr->opcode;
-        w.flags = uint16_t(wr->send_flags);
+        const bool carries_inline = (wr->send_flags & send_inline) && len > 0;
+        w.flags =
+            uint8_t((wr->send_flags & (send_fence | send_signaled | send_solicited)) |
+                    (q->sq_sig_all ? send_signaled : 0u) | (carries_inline ? send_inline : 0u));
         if (wr_opcode_lookup(wr->opcode).has(wr_flag::has_inv))
             w.invalidate_rkey = wr->invalidate_rkey;
         else
             w.imm_data = wr->imm_data;
-        w.length = len;
-        w.signaled = q->sq_sig_all || (wr->send_flags & send_signaled);
+        w.length = uint32_t(len); /* check_wr: at most max_msg_size */
         w.state = wqe_state::posted;
         w.status = wc_status::success;
         w.rd_counted = false;
@@ -81,8 +87,7 @@ verbs_error req_post_send(qp *q, send_wr *wr, send_wr **bad_wr) {
             w.remote_addr = wr->wr.rdma.remote_addr;
             w.rkey = wr->wr.rdma.rkey;
         }
-        w.is_inline = (wr->send_flags & send_inline) && len > 0;
-        if (w.is_inline) {
+        if (carries_inline) {
             uint8_t *p = sq_inline_at(q, w);
             for (int i = 0; i < wr->num_sge; ++i) {
                 std::memcpy(p, reinterpret_cast<const void *>(wr->sg_list[i].addr),
@@ -91,9 +96,10 @@ verbs_error req_post_send(qp *q, send_wr *wr, send_wr **bad_wr) {
             }
             w.num_sge = 0;
         } else {
-            w.num_sge = uint16_t(wr->num_sge);
+            w.num_sge = uint8_t(wr->num_sge);
+            sge *sg = sq_sgl(q, q->sq_head & q->sq_mask);
             for (int i = 0; i < wr->num_sge; ++i)
-                w.sg[i] = wr->sg_list[i];
+                sg[i] = wr->sg_list[i];
         }
         ++q->sq_head;
     }
@@ -109,14 +115,15 @@ verbs_error req_post_send(qp *q, send_wr *wr, send_wr **bad_wr) {
 /* Local memory of a WQE: every SGE must name a registered MR of the QP's PD
  * covering it; READ and atomic results are written, so they need local write. */
 static bool check_local(qp *q, send_wqe &w) {
-    if (w.is_inline) return true;
+    if (w.is_inline()) return true;
     unsigned need =
         wr_opcode_lookup(w.opcode).has(wr_flag::writes_local) ? unsigned(access_local_write) : 0u;
+    const sge *sg = sq_sgl(q, w);
     for (uint32_t i = 0; i < w.num_sge; ++i) {
-        if (w.sg[i].length == 0) continue;
+        if (sg[i].length == 0) continue;
         mr *m;
-        if (mr_check(q->dev->mrs(), q->req.lkeys, w.sg[i].lkey, q->pd, need, w.sg[i].addr,
-                     w.sg[i].length, &m) != mr_status::ok)
+        if (mr_check(q->dev->mrs(), q->req.lkeys, sg[i].lkey, q->pd, need, sg[i].addr, sg[i].length,
+                     &m) != mr_status::ok)
             return false;
     }
     return true;
@@ -129,17 +136,18 @@ static bool check_local(qp *q, send_wqe &w) {
  * no key has gone since, its packets need no second look-up (two MR lines
  * and the key index per packet: 2% of a 64 B SEND). */
 static bool local_range_ok(qp *q, const send_wqe &w, uint64_t off, uint64_t len) {
-    if (w.is_inline || len == 0) return true;
+    if (w.is_inline() || len == 0) return true;
     if (&w == q->req.local_ok_wqe && q->dev->mrs().epoch() == q->req.local_ok_epoch) return true;
+    const sge *sg = sq_sgl(q, w);
     uint32_t i = 0;
-    while (i < w.num_sge && off >= w.sg[i].length)
-        off -= w.sg[i++].length;
+    while (i < w.num_sge && off >= sg[i].length)
+        off -= sg[i++].length;
     while (len && i < w.num_sge) {
-        uint64_t c = w.sg[i].length - off;
+        uint64_t c = sg[i].length - off;
         if (c > len) c = len;
         mr *m;
-        if (mr_check(q->dev->mrs(), q->req.lkeys, w.sg[i].lkey, q->pd, 0, w.sg[i].addr + off, c,
-                     &m) != mr_status::ok)
+        if (mr_check(q->dev->mrs(), q->req.lkeys, sg[i].lkey, q->pd, 0, sg[i].addr + off, c, &m) !=
+            mr_status::ok)
             return false;
         len -= c;
         off = 0;
@@ -260,9 +268,9 @@ static build_status build_req_pkt(qp *q, const send_wqe &w, uint32_t psn, uint64
     bth_fields b;
     ext_fields x;
     payload_src src;
-    src.sg = w.sg;
+    src.sg = sq_sgl(q, w);
     src.num_sge = w.num_sge;
-    src.flat = w.is_inline ? sq_inline_at(q, w) : nullptr;
+    src.flat = w.is_inline() ? sq_inline_at(q, w) : nullptr;
     uint32_t payload = 0;
     uint32_t npsn = 1;
     bool last_pkt = true;
@@ -457,6 +465,9 @@ unsigned req_process(qp *q, unsigned budget) {
     /* DCQCN / line-rate pacing (uroce_dcqcn.h): one clock read per turn */
     const uint64_t now = q->cc.paced ? q->dev->now_ns() : 0;
     uint32_t max_rd = q->attr.max_rd_atomic ? q->attr.max_rd_atomic : 1;
+    /* the turn's first WQEs (the loop asks for the rest ahead of itself) */
+    for (uint32_t k = 0; k < req_wqe_prefetch_ahead; ++k)
+        rte_prefetch0(&sq_at(q, q->req.wqe + k));
     while (sent < budget && q->req.wqe != q->sq_head) {
         /* SQD: finish the WQE in progress, start no new one (IBTA 10.3.1.6). */
         if (q->state == qp_state::sqd && q->req.offset == 0 &&
@@ -465,6 +476,11 @@ unsigned req_process(qp *q, unsigned budget) {
         if (window_full_at(q, q->req.psn)) break;
         if (q->cc.paced && !cc_may_send(q->cc, now)) break;
         send_wqe &w = sq_at(q, q->req.wqe);
+        /* A turn walks its WQEs in order, each written at posting and cold
+         * by now with thousands of QPs; the hardware's stream prefetcher
+         * has not learned a run of a few dozen lines by its end. (A slot
+         * past the posted ones is in the ring too: only a wasted hint.) */
+        rte_prefetch0(&sq_at(q, q->req.wqe + req_wqe_prefetch_ahead));
         if (w.state == wqe_state::error) break;
         const wr_opcode_info &op = wr_opcode_lookup(w.opcode);
         if (w.state == wqe_state::posted) {

@@ -130,8 +130,9 @@ static bool get_recv_wqe(qp *q) {
     r.wqe_id = w.wr_id;
     r.wqe_num_sge = w.num_sge;
     r.wqe_len = w.length;
+    const sge *sg = w.sgl();
     for (uint32_t i = 0; i < w.num_sge; ++i)
-        r.wqe_sg[i] = w.sg[i];
+        r.wqe_sg[i] = sg[i];
     rq->pop();
     /* an armed SRQ below its limit (never true for a QP's own ring) */
     if (rq->below_limit()) [[unlikely]]

@@ -2,16 +2,22 @@
 #include "uroce_srq.h"
 
 #include <bit>
+#include <cstdint>
+#include <new>
 
 namespace uroce {
 
 void recv_ring::init(uint32_t max_wr, uint32_t max_sge) {
-    uint32_t n = std::bit_ceil(max_wr < 1 ? 1u : max_wr);
-    slots_ = std::make_unique<recv_wqe[]>(n);
-    sges_ = std::make_unique<sge[]>(size_t(n) * max_sge);
-    for (uint32_t i = 0; i < n; ++i)
-        slots_[i].sg = &sges_[size_t(i) * max_sge];
+    const uint32_t n = std::bit_ceil(max_wr < 1 ? 1u : max_wr);
+    stride_ = uint32_t(sizeof(recv_wqe) + size_t(max_sge) * sizeof(sge));
+    const size_t bytes = size_t(n) * stride_;
+    slots_.reset(static_cast<uint8_t *>(::operator new[](bytes, std::align_val_t{64})));
     mask_ = n - 1;
+    for (uint32_t i = 0; i < n; ++i) {
+        recv_wqe *w = new (&slot(i)) recv_wqe;
+        for (uint32_t j = 0; j < max_sge; ++j)
+            new (w->sgl() + j) sge;
+    }
     max_wr_ = max_wr;
     max_sge_ = max_sge;
     head_ = tail_ = 0;
@@ -21,10 +27,10 @@ void recv_ring::resize(uint32_t max_wr) {
     recv_ring n;
     n.init(max_wr, max_sge_);
     for (uint32_t i = tail_; i != head_; ++i) {
-        const recv_wqe &w = slots_[i & mask_];
+        recv_wqe &w = slot(i);
         recv_wr r; /* the WQE as posted, pushed again */
         r.wr_id = w.wr_id;
-        r.sg_list = w.sg;
+        r.sg_list = w.sgl();
         r.num_sge = int(w.num_sge);
         n.push(r);
     }
@@ -33,14 +39,16 @@ void recv_ring::resize(uint32_t max_wr) {
 }
 
 void recv_ring::push(const recv_wr &r) {
-    recv_wqe &w = slots_[head_ & mask_];
+    recv_wqe &w = slot(head_);
     w.wr_id = r.wr_id;
     w.num_sge = uint32_t(r.num_sge);
-    w.length = 0;
+    uint64_t length = 0;
+    sge *sg = w.sgl();
     for (int i = 0; i < r.num_sge; ++i) {
-        w.sg[i] = r.sg_list[i];
-        w.length += r.sg_list[i].length;
+        sg[i] = r.sg_list[i];
+        length += r.sg_list[i].length;
     }
+    w.length = length > UINT32_MAX ? UINT32_MAX : uint32_t(length);
     ++head_;
 }
 

@@ -8,17 +8,28 @@
 
 #include <cstdint>
 #include <memory>
+#include <new>
 
 #include <uroce/verbs.h>
 
 namespace uroce {
 
+/* A receive WQE in its ring slot: this header, then its max_sge SGEs, so
+ * that a WQE is one run of bytes (32 for one SGE, two to a cache line).
+ * With thousands of QPs each slot is cold when its SEND arrives; header and
+ * scatter list in separate arrays were two misses per message, the second
+ * waiting for a pointer in the first. */
 struct recv_wqe {
     uint64_t wr_id = 0;
     uint32_t num_sge = 0;
-    uint64_t length = 0; /* sum of the SGE lengths */
-    sge *sg = nullptr;   /* max_sge entries owned by the ring */
+    /* sum of the SGE lengths, at most UINT32_MAX: more than any message
+     * (max_msg_size) whatever the SGEs hold */
+    uint32_t length = 0;
+    sge *sgl() { return reinterpret_cast<sge *>(this + 1); }
+    const sge *sgl() const { return reinterpret_cast<const sge *>(this + 1); }
 };
+static_assert(sizeof(recv_wqe) == sizeof(sge) && alignof(recv_wqe) == alignof(sge),
+              "a slot is whole SGEs: the header and each SGE 16 bytes");
 
 class recv_ring {
   public:
@@ -30,13 +41,13 @@ class recv_ring {
     bool full() const { return count() >= max_wr_; }
     /* Copy r into the ring (the caller validated it). */
     void push(const recv_wr &r);
-    recv_wqe &front() { return slots_[tail_ & mask_]; }
+    recv_wqe &front() { return slot(tail_); }
     /* Where the k-th WQE after the front is (there may be none: only for
      * prefetching, never read through unless count() > k). */
-    const recv_wqe *slot_after_front(uint32_t k) const { return &slots_[(tail_ + k) & mask_]; }
-    /* its scatter list, found without reading the WQE */
-    const sge *sgl_after_front(uint32_t k) const {
-        return &sges_[size_t((tail_ + k) & mask_) * max_sge_];
+    const recv_wqe *slot_after_front(uint32_t k) const { return &slot(tail_ + k); }
+    /* the last byte of that slot (a slot of several SGEs may span lines) */
+    const void *slot_end_after_front(uint32_t k) const {
+        return reinterpret_cast<const uint8_t *>(slot_after_front(k)) + stride_ - 1;
     }
     void pop() { ++tail_; }
     /* An SRQ's limit (modify_srq): armed while non-zero. A QP's own ring
@@ -51,8 +62,14 @@ class recv_ring {
     void resize(uint32_t max_wr);
 
   private:
-    std::unique_ptr<recv_wqe[]> slots_;
-    std::unique_ptr<sge[]> sges_;
+    recv_wqe &slot(uint32_t pos) const {
+        return *reinterpret_cast<recv_wqe *>(slots_.get() + size_t(pos & mask_) * stride_);
+    }
+    struct aligned_delete {
+        void operator()(uint8_t *p) const { ::operator delete[](p, std::align_val_t{64}); }
+    };
+    std::unique_ptr<uint8_t[], aligned_delete> slots_;
+    uint32_t stride_ = 0; /* bytes per slot: the header and max_sge SGEs */
     uint32_t mask_ = 0, max_wr_ = 0, max_sge_ = 0;
     uint32_t head_ = 0, tail_ = 0;
     uint32_t limit_ = 0;
