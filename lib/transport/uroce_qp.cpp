@@ -166,7 +166,12 @@ verbs_error qp_init(qp *q, const qp_init_attr &a) {
     q->sq_mask = n - 1;
     if (!a.srq) q->rq.init(q->cap.max_recv_wr, q->cap.max_recv_sge);
     uint32_t rsge = a.srq ? a.srq->rq.max_sge() : q->cap.max_recv_sge;
-    q->resp.wqe_sg = std::make_unique<sge[]>(rsge ? rsge : 1);
+    if (rsge > 1) {
+        q->resp.wqe_sg_more = std::make_unique<sge[]>(rsge);
+        q->resp.wqe_sg = q->resp.wqe_sg_more.get();
+    } else {
+        q->resp.wqe_sg = &q->resp.wqe_sg_one;
+    }
     q->resp.res_slots = max_rd_atomic_limit;
     q->resp.res = std::make_unique<rd_resource[]>(q->resp.res_slots);
     q->resp.reply_fifo = std::make_unique<uint16_t[]>(q->resp.res_slots * 2);

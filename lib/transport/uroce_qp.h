@@ -218,7 +218,14 @@ struct qp {
         uint64_t wqe_id = 0;
         uint32_t wqe_num_sge = 0;
         uint64_t wqe_len = 0;
-        std::unique_ptr<sge[]> wqe_sg;
+        /* its scatter list, copied out of the ring (a slot may be posted
+         * again while the message goes on): in wqe_sg_one, among the lines
+         * every packet reads, where a WQE has one SGE at most, else in
+         * wqe_sg_more. A separate line written as the WQE is taken and read
+         * at once made each SEND wait for that line's miss. */
+        sge *wqe_sg = nullptr;
+        sge wqe_sg_one;
+        std::unique_ptr<sge[]> wqe_sg_more;
         uint64_t recv_off = 0;
         /* the WRITE in progress */
         uint64_t write_va = 0;
