@@ -325,6 +325,7 @@ static inline void qp_prefetch(const qp *q) {
     for (; line < hot_end; line += RTE_CACHE_LINE_SIZE)
         rte_prefetch0(line);
     rte_prefetch0(&q->cnt); /* its first line: packets, bytes, ACKs */
+    rte_prefetch0(&q->cc.paced); /* every requester turn asks */
 }
 
 /* The second stage, once q's own lines are in: the queue entries the next
