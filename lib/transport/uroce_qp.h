@@ -324,7 +324,7 @@ static inline void qp_prefetch(const qp *q) {
     const char *hot_end = reinterpret_cast<const char *>(&q->retrans_timer);
     for (; line < hot_end; line += RTE_CACHE_LINE_SIZE)
         rte_prefetch0(line);
-    rte_prefetch0(&q->cnt); /* its first line: packets, bytes, ACKs */
+    rte_prefetch0(&q->cnt);      /* its first line: packets, bytes, ACKs */
     rte_prefetch0(&q->cc.paced); /* every requester turn asks */
 }
 
