@@ -137,6 +137,12 @@ struct ah {
  * only setup, query_qp or selective repeat reads comes last
  * (doc/performance.md, "QP scaling"). */
 struct qp {
+    /* A QP stays where it was made (the device owns it by pointer):
+     * resp.wqe_sg may point into the QP itself. */
+    qp() = default;
+    qp(const qp &) = delete;
+    qp &operator=(const qp &) = delete;
+
     /* ---- read for every packet, both directions */
     device *dev = nullptr;
     cq *scq = nullptr;
