@@ -160,7 +160,8 @@ struct qp {
     uint32_t sq_comp = 0;
     std::unique_ptr<send_wqe[]> sq;
     /* the WQEs' scatter lists, sq_max_sge entries each at the WQE's index,
-     * when that is more than one (else each in its WQE: sq_sgl) */
+     * when that is more than one (else each in its WQE: sq_sgl);
+     * sq_max_sge is cap.max_send_sge, kept among the lines a turn reads */
     std::unique_ptr<sge[]> sq_sges;
     uint32_t sq_max_sge = 1;
     qp_attr attr; /* current attributes (query_qp) */

@@ -62,8 +62,11 @@ class recv_ring {
     void resize(uint32_t max_wr);
 
   private:
-    recv_wqe &slot(uint32_t pos) const {
+    recv_wqe &slot(uint32_t pos) {
         return *reinterpret_cast<recv_wqe *>(slots_.get() + size_t(pos & mask_) * stride_);
+    }
+    const recv_wqe &slot(uint32_t pos) const {
+        return *reinterpret_cast<const recv_wqe *>(slots_.get() + size_t(pos & mask_) * stride_);
     }
     struct aligned_delete {
         void operator()(uint8_t *p) const { ::operator delete[](p, std::align_val_t{64}); }
