@@ -9,8 +9,9 @@
  *                      PCLMULQDQ Instruction")
  *   vpclmulqdq-avx2    the same folding on 256-bit ymm registers (VPCLMULQDQ +
  *                      AVX2, no AVX-512 required)
- *   vpclmulqdq-avx512  the same on 512-bit zmm registers (AVX-512F/BW/VL +
- *                      VPCLMULQDQ), for inputs of 256 bytes and more; shorter
+ *   vpclmulqdq-avx512  the same on 512-bit zmm registers (AVX-512F/BW/VL/VBMI
+ *                      + VPCLMULQDQ), for inputs of 16 bytes and more (up to
+ *                      256 in one to four registers with no loop); shorter
  *                      ones run the vpclmulqdq-avx2 code
  * The environment variable
  * UROCE_CRC32_PATH=scalar|pclmulqdq|vpclmulqdq-avx2|vpclmulqdq-avx512 forces a

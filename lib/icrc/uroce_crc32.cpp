@@ -44,7 +44,7 @@ struct cpu_caps {
     bool clmul;     /* PCLMULQDQ + SSSE3 + SSE4.1 */
     bool avx;       /* AVX with YMM state enabled by the OS (VEX encoding usable) */
     bool vclmul;    /* plus AVX2 + VPCLMULQDQ */
-    bool vclmul512; /* plus AVX-512F/BW/VL with opmask and ZMM state enabled by the OS */
+    bool vclmul512; /* plus AVX-512F/BW/VL/VBMI with opmask and ZMM state enabled by the OS */
 };
 
 /* XGETBV(0) without needing target("xsave") on this function. */
@@ -75,9 +75,12 @@ cpu_caps detect_caps() {
     const bool avx2 = ebx & (1u << 5);
     const bool vpclmulqdq = ecx & (1u << 10); /* CPUID.(EAX=7,ECX=0):ECX[10] */
     c.vclmul = avx2 && vpclmulqdq;
-    /* CPUID.(EAX=7,ECX=0):EBX[16] AVX512F, [30] AVX512BW, [31] AVX512VL; and
-     * XCR0 bits 5..7: opmask, upper halves of zmm0-15, zmm16-31. */
-    const bool avx512 = (ebx & (1u << 16)) && (ebx & (1u << 30)) && (ebx & (1u << 31));
+    /* CPUID.(EAX=7,ECX=0):EBX[16] AVX512F, [30] AVX512BW, [31] AVX512VL,
+     * ECX[1] AVX512_VBMI (VPERMB; every CPU with 512-bit VPCLMULQDQ has it:
+     * Ice Lake and later, Zen 4 and later); and XCR0 bits 5..7: opmask,
+     * upper halves of zmm0-15, zmm16-31. */
+    const bool avx512 =
+        (ebx & (1u << 16)) && (ebx & (1u << 30)) && (ebx & (1u << 31)) && (ecx & (1u << 1));
     c.vclmul512 = c.vclmul && avx512 && (xcr0 & 0xE6u) == 0xE6u;
     return c;
 }

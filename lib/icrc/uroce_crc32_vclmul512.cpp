@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * uroce: reflected CRC-32 with VPCLMULQDQ folding on 512-bit (zmm) registers.
  *
- * Needs AVX-512F/BW/VL + VPCLMULQDQ with the OS saving the ZMM state: every
+ * Needs AVX-512F/BW/VL/VBMI + VPCLMULQDQ with the OS saving the ZMM state: every
  * function here is compiled with UROCE_ZMM_TARGET and only ever called after
  * the run-time CPUID/XGETBV check in uroce_crc32.cpp (which also honours
  * DPDK's max SIMD bitwidth, doc/icrc.md "Dispatch").
@@ -60,7 +60,8 @@ static_assert(UROCE_ZMM_LOOP_MIN >= 16 * (4 * UROCE_ZMM_ACCS + 1) &&
               "bad zmm loop threshold");
 static_assert(uroce::crc32_detail::crc32_zmm_min >= 16 * 6, "the zmm short form needs 6+ blocks");
 
-#define UROCE_ZMM_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,vpclmulqdq,avx2,pclmul")))
+#define UROCE_ZMM_TARGET                                                                           \
+    __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi,vpclmulqdq,avx2,pclmul")))
 #define UROCE_ZMM_INLINE UROCE_ZMM_TARGET __attribute__((always_inline)) inline
 
 namespace uroce {
@@ -225,43 +226,56 @@ UROCE_ZMM_INLINE __m512i load512_m(const IO &io, const uint8_t *p, const uint8_t
         return v;
 }
 
+/* byte_up_index + 64 - s: the VPERMB index that moves a register's bytes up
+ * by s (0..64): index i - s for byte i (the bytes below s are masked off). */
+constexpr std::array<int8_t, 128> make_byte_up_index() {
+    std::array<int8_t, 128> t{};
+    for (int i = 0; i < 128; i++)
+        t[size_t(i)] = static_cast<int8_t>(i - 64);
+    return t;
+}
+alignas(64) constexpr std::array<int8_t, 128> byte_up_index = make_byte_up_index();
+
 /* 16 <= n <= zmm_direct_max bytes in k = ceil(n / 64) zmm registers (1..4),
  * no loop and no 128-bit stage; returns them folded into one (then
  * reduce512). The registers are cut from the END: the last one holds the
- * last 64 bytes, the first one the n - 64 (k - 1) leading bytes at its top,
- * placed there by a byte-masked load that starts before p (the masked-out
- * bytes are neither read nor able to fault, so no memory outside [p, p+n)
- * is touched; leading zeros are free). Each earlier register folds straight
- * onto the last one: all its lanes move by the same 4 (k - 1 - i) blocks,
- * one broadcast constant and two independent multiplies. If Masked, each
- * byte is ORed with its mask byte (crc32_update_masked; the mask is read at
- * the same offsets). */
+ * last 64 bytes, the first one the n - 64 (k - 1) leading bytes at its top
+ * (leading zeros are free). Each earlier register folds straight onto the
+ * last one: all its lanes move by the same 4 (k - 1 - i) blocks, one
+ * broadcast constant and two independent multiplies. If Masked, each byte is
+ * ORed with its mask byte (crc32_update_masked; the mask is read at the same
+ * offsets).
+ *
+ * The first register's bytes are loaded from p itself, byte-masked to the
+ * 64 - lead that belong to it, and moved up by VPERMB. A masked load that
+ * started lead bytes before p (reading nothing there architecturally) still
+ * waited for the cache line before p: in front of a received frame's IP
+ * header, that is the mbuf's headroom, which nothing else touches, so with
+ * thousands of QPs every 64 B SEND's ICRC waited for a miss (doc/icrc.md,
+ * "16 to 256 bytes"). The copying forms store the first register's bytes
+ * from the unmoved register, with the same mask, so no line before dst is
+ * written or asked for either. */
 template <bool Masked, class IO = io_crc>
 UROCE_ZMM_INLINE __m512i zmm_direct(const uint8_t *p, const uint8_t *mask, size_t n,
                                     const IO &io = {}) {
     const unsigned k = static_cast<unsigned>((n + 63) >> 6);
-    const ptrdiff_t lead = static_cast<ptrdiff_t>(64 * k - n); /* 0..63 */
-    const __mmask64 top = ~uint64_t(0) << lead;
-    /* The first register starts lead bytes before p (as an address: there
-     * may be no object there). */
-    const auto before = [lead](const uint8_t *x) {
-        return reinterpret_cast<const uint8_t *>(reinterpret_cast<uintptr_t>(x) - uintptr_t(lead));
-    };
-    __m512i first = _mm512_maskz_loadu_epi8(top, before(p));
-    /* The same mask on the store: bytes outside [dst, dst+n) are not written. */
+    const unsigned lead = 64 * k - static_cast<unsigned>(n); /* 0..63 */
+    const __mmask64 own = ~uint64_t(0) >> lead;              /* bytes [0, 64 - lead) */
+    __m512i first = _mm512_maskz_loadu_epi8(own, p);
     if constexpr (IO::other)
-        _mm512_mask_storeu_epi8(io.template at<void>(before(p)), top,
-                                _mm512_maskz_loadu_epi8(top, io.from(before(p))));
+        _mm512_mask_storeu_epi8(io.template at<void>(p), own,
+                                _mm512_maskz_loadu_epi8(own, io.from(p)));
     else if constexpr (IO::copy)
-        _mm512_mask_storeu_epi8(io.template at<void>(before(p)), top, first);
-    if constexpr (Masked)
-        first = _mm512_or_si512(first, _mm512_maskz_loadu_epi8(top, before(mask)));
+        _mm512_mask_storeu_epi8(io.template at<void>(p), own, first);
+    if constexpr (Masked) first = _mm512_or_si512(first, _mm512_maskz_loadu_epi8(own, mask));
+    first = _mm512_maskz_permutexvar_epi8(~uint64_t(0) << lead,
+                                          loadu512(byte_up_index.data() + 64 - lead), first);
     if (k == 1) return first;
     const ptrdiff_t last = static_cast<ptrdiff_t>(n) - 64;
     __m512i acc = fold64_into(load512_m<Masked>(io, p, mask, last), first,
                               _mm512_broadcast_i32x4(fold_k(4 * (k - 1))));
     for (unsigned i = 1; i + 1 < k; i++)
-        acc = fold64_into(acc, load512_m<Masked>(io, p, mask, 64 * i - lead),
+        acc = fold64_into(acc, load512_m<Masked>(io, p, mask, ptrdiff_t(64 * i - lead)),
                           _mm512_broadcast_i32x4(fold_k(4 * (k - 1 - i))));
     return acc;
 }

@@ -48,8 +48,8 @@ bool icrc_header_uses_zmm() {
 
 bool cpu_has_zmm_path() {
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("vpclmulqdq") &&
-           __builtin_cpu_supports("avx2");
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi") &&
+           __builtin_cpu_supports("vpclmulqdq") && __builtin_cpu_supports("avx2");
 }
 
 /* What UROCE_CRC32_PATH asks for, if anything. */
@@ -101,7 +101,8 @@ class simd_limit : public ::testing::Test {
   protected:
     void SetUp() override {
         if (!cpu_has_zmm_path())
-            GTEST_SKIP() << "CPU/OS lacks AVX-512F/BW/VL + VPCLMULQDQ: no vpclmulqdq-avx512 path";
+            GTEST_SKIP()
+                << "CPU/OS lacks AVX-512F/BW/VL/VBMI + VPCLMULQDQ: no vpclmulqdq-avx512 path";
         if (!g_eal_up) GTEST_SKIP() << "rte_eal_init failed";
         if (env_path() && !env_is(crc32_path::vclmul512))
             GTEST_SKIP() << "UROCE_CRC32_PATH=" << env_path() << " forces another path";
