@@ -340,6 +340,16 @@ static inline void qp_prefetch(const qp *q) {
 static inline void qp_prefetch_send_wqe(const qp *q, uint32_t idx) {
     rte_prefetch0(&q->sq[idx & q->sq_mask]);
 }
+/* How many WQEs ahead of the one being sent a requester turn loads: a few
+ * sends' time covers a miss to memory. */
+inline constexpr uint32_t req_wqe_prefetch_ahead = 4;
+/* The first WQEs of q's next requester turn (the scheduler, a turn ahead;
+ * the turn then keeps req_wqe_prefetch_ahead ahead of itself). */
+static inline void qp_prefetch_turn_wqes(const qp *q) {
+    const uint32_t posted = q->sq_head - q->req.wqe;
+    for (uint32_t k = 0; k < req_wqe_prefetch_ahead && k < posted; ++k)
+        qp_prefetch_send_wqe(q, q->req.wqe + k);
+}
 /* The receive WQE that the k-th SEND of a run for q will take (the QP's
  * own ring; an SRQ's front moves under other QPs' frames). */
 static inline void qp_prefetch_recv_wqe(const qp *q, uint32_t k) {

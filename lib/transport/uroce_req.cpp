@@ -18,10 +18,6 @@
 
 namespace uroce {
 
-/* How many WQEs ahead of the one being sent a turn loads: a few sends'
- * time covers a miss to memory. */
-inline constexpr uint32_t req_wqe_prefetch_ahead = 4;
-
 static verbs_error check_wr(const qp *q, const send_wr *wr, uint64_t *len_out) {
     const wr_opcode_info &op = wr_opcode_lookup(wr->opcode);
     if (!op.allowed_on(q->type)) return verbs_error::inval;
@@ -465,9 +461,8 @@ unsigned req_process(qp *q, unsigned budget) {
     /* DCQCN / line-rate pacing (uroce_dcqcn.h): one clock read per turn */
     const uint64_t now = q->cc.paced ? q->dev->now_ns() : 0;
     uint32_t max_rd = q->attr.max_rd_atomic ? q->attr.max_rd_atomic : 1;
-    /* the turn's first WQEs (the loop asks for the rest ahead of itself) */
-    for (uint32_t k = 0; k < req_wqe_prefetch_ahead; ++k)
-        rte_prefetch0(&sq_at(q, q->req.wqe + k));
+    /* the turn's first WQEs were asked for a turn ago (run_scheduled,
+     * qp_prefetch_turn_wqes); the loop asks for the rest ahead of itself */
     while (sent < budget && q->req.wqe != q->sq_head) {
         /* SQD: finish the WQE in progress, start no new one (IBTA 10.3.1.6). */
         if (q->state == qp_state::sqd && q->req.offset == 0 &&
