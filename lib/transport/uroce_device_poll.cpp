@@ -80,10 +80,12 @@ unsigned device::run_scheduled() {
         }
         qp *q = round_[--round_left_];
         /* With thousands of QPs each one's state is cold by its turn: the
-         * QP two turns ahead starts loading now (qp_prefetch), and the next
-         * one, whose lines were asked for a turn ago, its first send WQEs. */
-        if (round_left_ >= 2) qp_prefetch(round_[round_left_ - 2]);
-        if (round_left_ >= 1) qp_prefetch_turn_wqes(round_[round_left_ - 1]);
+         * QP three turns ahead starts loading now (qp_prefetch), the one
+         * after, whose lines were asked for a turn ago, its first send WQEs,
+         * and the next one the bytes its first WQE sends. */
+        if (round_left_ >= 3) qp_prefetch(round_[round_left_ - 3]);
+        if (round_left_ >= 2) qp_prefetch_turn_wqes(round_[round_left_ - 2]);
+        if (round_left_ >= 1) qp_prefetch_turn_payload(round_[round_left_ - 1]);
         q->scheduled = false;
         const uint64_t waits = cnt_.tx_mbuf_waits;
         total += resp_process(q, resp_burst);

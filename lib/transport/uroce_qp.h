@@ -461,6 +461,19 @@ static inline sge *sq_sgl(const qp *q, size_t index) {
 static inline sge *sq_sgl(const qp *q, const send_wqe &w) {
     return sq_sgl(q, sq_index(q, w));
 }
+/* The third stage of a requester turn's prefetch, once its first WQE is in:
+ * the first bytes that WQE sends, on a QP of one send SGE (the SGE is in
+ * the WQE's line). The copy into the frame waited for that line: the
+ * application's buffer, untouched since the QP's previous turn. */
+static inline void qp_prefetch_turn_payload(const qp *q) {
+    if (q->req.wqe == q->sq_head || q->sq_max_sge != 1) return;
+    const send_wqe &w = sq_at(q, q->req.wqe);
+    if (w.is_inline() || w.sg0.length <= q->req.offset) return;
+    const char *from = reinterpret_cast<const char *>(w.sg0.addr) + q->req.offset;
+    const uint64_t left = w.sg0.length - q->req.offset;
+    rte_prefetch0(from);
+    rte_prefetch0(from + (left < 2 * RTE_CACHE_LINE_SIZE ? left : 2 * RTE_CACHE_LINE_SIZE) - 1);
+}
 static inline uint8_t *sq_inline_at(const qp *q, const send_wqe &w) {
     return &q->sq_inline[sq_index(q, w) * q->cap.max_inline_data];
 }
