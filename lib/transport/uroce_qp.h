@@ -468,9 +468,11 @@ static inline sge *sq_sgl(const qp *q, const send_wqe &w) {
 static inline void qp_prefetch_turn_payload(const qp *q) {
     if (q->req.wqe == q->sq_head || q->sq_max_sge != 1) return;
     const send_wqe &w = sq_at(q, q->req.wqe);
-    if (w.is_inline() || w.sg0.length <= q->req.offset) return;
+    /* w.length, not sg0's: a WQE posted with no SGE leaves sg0 as the
+     * slot's last one had it (with one SGE the two lengths are equal) */
+    if (w.is_inline() || w.length <= q->req.offset) return;
     const char *from = reinterpret_cast<const char *>(w.sg0.addr) + q->req.offset;
-    const uint64_t left = w.sg0.length - q->req.offset;
+    const uint64_t left = w.length - q->req.offset;
     rte_prefetch0(from);
     rte_prefetch0(from + (left < 2 * RTE_CACHE_LINE_SIZE ? left : 2 * RTE_CACHE_LINE_SIZE) - 1);
 }
