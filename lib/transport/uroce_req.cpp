@@ -475,7 +475,7 @@ unsigned req_process(qp *q, unsigned budget) {
          * by now with thousands of QPs; the hardware's stream prefetcher
          * has not learned a run of a few dozen lines by its end. (A slot
          * past the posted ones is in the ring too: only a wasted hint.) */
-        rte_prefetch0(&sq_at(q, q->req.wqe + req_wqe_prefetch_ahead));
+        qp_prefetch_send_wqe(q, q->req.wqe + req_wqe_prefetch_ahead);
         if (w.state == wqe_state::error) break;
         const wr_opcode_info &op = wr_opcode_lookup(w.opcode);
         if (w.state == wqe_state::posted) {
