@@ -11,13 +11,14 @@
 #include <memory>
 
 #include <uroce/verbs.h>
+#include "uroce_hugemem.h"
 
 namespace uroce {
 
 struct cq {
     device *dev = nullptr;
     void *cq_context = nullptr;
-    std::unique_ptr<wc[]> ring;
+    hugemem_array<wc> ring; /* on huge pages, as the QPs (uroce_hugemem.h) */
     uint32_t mask = 0;
     uint32_t cqe = 0;  /* capacity the user asked for */
     uint32_t head = 0; /* next to write */
@@ -48,7 +49,7 @@ void cq_overflowed(cq *c);
  * count() <= cqe. Control path: allocates. */
 static inline void cq_resize(cq *c, uint32_t cqe) {
     const uint32_t n = std::bit_ceil(cqe);
-    auto ring = std::make_unique<wc[]>(n);
+    auto ring = make_hugemem_array<wc>(n);
     uint32_t k = 0;
     for (uint32_t i = c->tail; i != c->head; ++i)
         ring[k++] = c->ring[i & c->mask];

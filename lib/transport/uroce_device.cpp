@@ -134,7 +134,7 @@ cq *device::create_cq(int cqe, void *ctx, verbs_error *err) {
     c->dev = this;
     c->cq_context = ctx;
     uint32_t n = std::bit_ceil(uint32_t(cqe));
-    c->ring = std::make_unique<wc[]>(n);
+    c->ring = make_hugemem_array<wc>(n);
     c->mask = n - 1;
     c->cqe = uint32_t(cqe);
     cqs_.push_back(std::move(c));

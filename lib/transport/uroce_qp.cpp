@@ -157,24 +157,24 @@ verbs_error qp_init(qp *q, const qp_init_attr &a) {
     if (q->cap.max_send_sge == 0) q->cap.max_send_sge = 1;
     if (q->cap.max_recv_sge == 0) q->cap.max_recv_sge = 1;
     uint32_t n = std::bit_ceil(q->cap.max_send_wr < 1 ? 1u : q->cap.max_send_wr);
-    q->sq = std::make_unique<send_wqe[]>(n);
+    q->sq = make_hugemem_array<send_wqe>(n);
     q->sq_max_sge = q->cap.max_send_sge;
-    if (q->sq_max_sge > 1) q->sq_sges = std::make_unique<sge[]>(size_t(n) * q->sq_max_sge);
+    if (q->sq_max_sge > 1) q->sq_sges = make_hugemem_array<sge>(size_t(n) * q->sq_max_sge);
     if (q->cap.max_inline_data)
-        q->sq_inline = std::make_unique<uint8_t[]>(size_t(n) * q->cap.max_inline_data);
-    q->sq_atomic = std::make_unique<wqe_atomic[]>(n);
+        q->sq_inline = make_hugemem_array<uint8_t>(size_t(n) * q->cap.max_inline_data);
+    q->sq_atomic = make_hugemem_array<wqe_atomic>(n);
     q->sq_mask = n - 1;
     if (!a.srq) q->rq.init(q->cap.max_recv_wr, q->cap.max_recv_sge);
     uint32_t rsge = a.srq ? a.srq->rq.max_sge() : q->cap.max_recv_sge;
     if (rsge > 1) {
-        q->resp.wqe_sg_more = std::make_unique<sge[]>(rsge);
+        q->resp.wqe_sg_more = make_hugemem_array<sge>(rsge);
         q->resp.wqe_sg = q->resp.wqe_sg_more.get();
     } else {
         q->resp.wqe_sg = &q->resp.wqe_sg_one;
     }
     q->resp.res_slots = max_rd_atomic_limit;
-    q->resp.res = std::make_unique<rd_resource[]>(q->resp.res_slots);
-    q->resp.reply_fifo = std::make_unique<uint16_t[]>(q->resp.res_slots * 2);
+    q->resp.res = make_hugemem_array<rd_resource>(q->resp.res_slots);
+    q->resp.reply_fifo = make_hugemem_array<uint16_t>(q->resp.res_slots * 2);
     q->resp.reply_fifo_mask = q->resp.res_slots * 2 - 1;
     q->retrans_timer.fn = comp_retrans_timeout;
     q->retrans_timer.arg = q;

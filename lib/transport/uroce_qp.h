@@ -15,6 +15,7 @@
 #include <uroce/counters.h>
 #include "uroce_cnp.h"
 #include "uroce_dcqcn.h"
+#include "uroce_hugemem.h"
 #include "uroce_mr.h"
 #include <uroce/parse.h>
 #include "uroce_pkt.h"
@@ -142,6 +143,8 @@ struct qp {
     qp() = default;
     qp(const qp &) = delete;
     qp &operator=(const qp &) = delete;
+    /* on huge pages, with its rings (uroce_hugemem.h) */
+    UROCE_HUGEMEM_OPERATORS(qp)
 
     /* ---- read for every packet, both directions */
     device *dev = nullptr;
@@ -158,11 +161,11 @@ struct qp {
     uint32_t sq_mask = 0;
     uint32_t sq_head = 0;
     uint32_t sq_comp = 0;
-    std::unique_ptr<send_wqe[]> sq;
+    hugemem_array<send_wqe> sq;
     /* the WQEs' scatter lists, sq_max_sge entries each at the WQE's index,
      * when that is more than one (else each in its WQE: sq_sgl);
      * sq_max_sge is cap.max_send_sge, kept among the lines a turn reads */
-    std::unique_ptr<sge[]> sq_sges;
+    hugemem_array<sge> sq_sges;
     uint32_t sq_max_sge = 1;
     qp_attr attr; /* current attributes (query_qp) */
     roce_path path;
@@ -232,7 +235,7 @@ struct qp {
          * at once made each SEND wait for that line's miss. */
         sge *wqe_sg = nullptr;
         sge wqe_sg_one;
-        std::unique_ptr<sge[]> wqe_sg_more;
+        hugemem_array<sge> wqe_sg_more;
         uint64_t recv_off = 0;
         /* the WRITE in progress */
         uint64_t write_va = 0;
@@ -248,12 +251,12 @@ struct qp {
         /* READ/atomic resources: res_slots are allocated (the most
          * max_dest_rd_atomic can ask for), the first max_dest_rd_atomic used
          * round-robin from res_next */
-        std::unique_ptr<rd_resource[]> res;
+        hugemem_array<rd_resource> res;
         uint32_t res_slots = 0;
         uint32_t res_next = 0;
         /* resources whose READ response stream or atomic ACK is still to be
          * sent, in PSN order, as indices into res[] */
-        std::unique_ptr<uint16_t[]> reply_fifo;
+        hugemem_array<uint16_t> reply_fifo;
         uint32_t reply_fifo_mask = 0;
         uint32_t reply_fifo_head = 0;
         uint32_t reply_fifo_tail = 0;
@@ -316,9 +319,9 @@ struct qp {
     struct pd *pd = nullptr;
     void *qp_context = nullptr;
     qp_cap cap;
-    std::unique_ptr<uint8_t[]> sq_inline;    /* cap.max_inline_data per WQE */
-    std::unique_ptr<wqe_atomic[]> sq_atomic; /* one per WQE */
-    bool comm_est_raised = false;            /* since the last move to RTR */
+    hugemem_array<uint8_t> sq_inline;    /* cap.max_inline_data per WQE */
+    hugemem_array<wqe_atomic> sq_atomic; /* one per WQE */
+    bool comm_est_raised = false;        /* since the last move to RTR */
     /* selective repeat with a uroce peer (attr.selective_repeat; uroce_sack.cpp) */
     sr_state sr;
 };

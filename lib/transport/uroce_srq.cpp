@@ -11,7 +11,7 @@ void recv_ring::init(uint32_t max_wr, uint32_t max_sge) {
     const uint32_t n = std::bit_ceil(max_wr < 1 ? 1u : max_wr);
     stride_ = uint32_t(sizeof(recv_wqe) + size_t(max_sge) * sizeof(sge));
     const size_t bytes = size_t(n) * stride_;
-    slots_.reset(static_cast<uint8_t *>(::operator new[](bytes, std::align_val_t{64})));
+    slots_ = make_hugemem_array<uint8_t>(bytes); /* 64-byte aligned */
     mask_ = n - 1;
     for (uint32_t i = 0; i < n; ++i) {
         recv_wqe *w = new (&slot(i)) recv_wqe;

@@ -11,6 +11,7 @@
 #include <new>
 
 #include <uroce/verbs.h>
+#include "uroce_hugemem.h"
 
 namespace uroce {
 
@@ -68,11 +69,8 @@ class recv_ring {
     const recv_wqe &slot(uint32_t pos) const {
         return *reinterpret_cast<const recv_wqe *>(slots_.get() + size_t(pos & mask_) * stride_);
     }
-    struct aligned_delete {
-        void operator()(uint8_t *p) const { ::operator delete[](p, std::align_val_t{64}); }
-    };
-    std::unique_ptr<uint8_t[], aligned_delete> slots_;
-    uint32_t stride_ = 0; /* bytes per slot: the header and max_sge SGEs */
+    hugemem_array<uint8_t> slots_; /* on huge pages, as the QP (uroce_hugemem.h) */
+    uint32_t stride_ = 0;          /* bytes per slot: the header and max_sge SGEs */
     uint32_t mask_ = 0, max_wr_ = 0, max_sge_ = 0;
     uint32_t head_ = 0, tail_ = 0;
     uint32_t limit_ = 0;
