@@ -104,7 +104,7 @@ struct options {
     /* -w, -y: perftest's verifier limits (in the printed units), and
      * whether a printed result line met them */
     struct limit_check limits;
-    unsigned ring_slots = 0; /* --ring: the net_ring pair's slots (0: a whole TX pool) */
+    unsigned ring_slots = 0; /* --ring: the net_ring pair's slots (0: 512, at most the pool) */
 };
 
 bool parse_test(const std::string &name, verb &v, test_kind &k) {
@@ -209,8 +209,8 @@ int parse_args(int argc, char **argv, options &o) {
                             o.counters));
     cl.add(app::number_option("ring", 0, "n",
                               "--loopback: slots of each net_ring direction, a power of two\n"
-                              "(default 2048, as a NIC's TX ring: beyond it frames wait in\n"
-                              "the device's queue; a TX pool's 8192 lets every mbuf queue)",
+                              "(default 512, DPDK's fallback NIC ring size: beyond it frames\n"
+                              "wait in the device's queue; a TX pool's 8192 lets every mbuf queue)",
                               64, 1 << 20, [&o](long n) { o.ring_slots = unsigned(n); }));
     cl.add({"connection", 'c', "type",
             "connection type: RC (default), UC (send and write tests)\n"
@@ -585,16 +585,21 @@ int run_loopback(options &o) {
     /* With shards every shard sends on its own TX queue into the one ring
      * (multi-producer); the peer's single RX queue is read by its shard 0. */
     const unsigned flags = n_shards > 1 ? RING_F_SC_DEQ : RING_F_SP_ENQ | RING_F_SC_DEQ;
-    /* Each ring has a NIC TX ring's 2048 slots (or the pool, if smaller): a
-     * full ring holds frames back in the device's queue (back-pressure), and
-     * fewer frames in flight keep their mbufs in cache. A ring the size of
-     * the whole pool (8192 slots) let thousands of QPs keep 8191 frames
-     * queued, each one's lines cold by the time the peer read it: 64 B SEND
-     * per CPU-second 1.4-1.7 against 2.4-2.9 M msg/s at 256-4096 QPs
-     * (doc/performance.md). */
+    /* Each ring has 512 slots (or the pool's mbufs, if fewer), DPDK's
+     * fallback size for a NIC ring whose PMD states none
+     * (RTE_ETH_DEV_FALLBACK_TX_RINGSIZE): a full ring holds frames back in
+     * the device's queue (back-pressure), and fewer frames in flight keep
+     * their mbufs in cache. One core runs both ends, so a frame waits for
+     * the peer behind every frame queued before it: a deeper ring buys no
+     * rate, only colder mbufs. With thousands of QPs the ring stays full:
+     * a ring the size of the pool (8192 slots) made 64 B SEND at 256-4096
+     * QPs 1.4-1.7 against 2.4-2.9 M msg per CPU-second with 2048 slots, and
+     * 2048 slots 4.27-4.32 against 5.25-5.32 with 512 at 4096 QPs (Intel
+     * Xeon; 1 QP, whose window keeps at most 128 frames queued, and 64 KiB
+     * WRITEs unchanged; doc/performance.md, "Twelfth pass"). */
     const unsigned pool_mbufs = loopback_pool_mbufs(o);
     const unsigned ring_size = o.ring_slots ? rte_align32pow2(o.ring_slots)
-                                            : std::min(2048u, rte_align32pow2(pool_mbufs + 1));
+                                            : std::min(512u, rte_align32pow2(pool_mbufs + 1));
     rte_ring *ab = rte_ring_create("uroce_perf_ab", ring_size, int(rte_socket_id()), flags);
     rte_ring *ba = rte_ring_create("uroce_perf_ba", ring_size, int(rte_socket_id()), flags);
     if (!ab || !ba) {

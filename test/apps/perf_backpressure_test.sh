@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # TX back-pressure end to end: uroce-perf --loopback write_bw with 64 QPs of
 # 4 KiB WRITEs (8192 frames outstanding, twice the 4096 slots it asks of the
-# net_ring pair with --ring 4096; the default 2048 refuses even more, this
+# net_ring pair with --ring 4096; the default 512 refuses even more, this
 # pins the size), so the port refuses bursts all the time) while a busy loop competes for the
 # same CPU. Frames the port refuses are kept and sent later; the run must
 # complete with its data checked. (Before back-pressure they were dropped and
