@@ -5,6 +5,7 @@
 
 #include <array>
 #include <bit>
+#include <cstdlib>
 #include <mutex>
 
 #include <sys/mman.h>
@@ -44,6 +45,17 @@ constexpr size_t class_bytes(unsigned c) {
     return size_t(1) << (c + min_class_log2);
 }
 
+/* UROCE_HUGEMEM=0 leaves the chunks on 4 KiB pages: in a guest whose
+ * host maps its memory with small pages (a shadow-paged guest, where the
+ * whole heap on huge pages measured slower) they buy nothing. */
+bool huge_pages_wanted() {
+    static const bool wanted = [] {
+        const char *e = std::getenv("UROCE_HUGEMEM");
+        return !(e && e[0] == '0' && e[1] == 0);
+    }();
+    return wanted;
+}
+
 /* A mapping of len bytes (a multiple of 4 KiB) that starts on a huge page
  * and is marked for huge pages, or nullptr. mmap aligns to 4 KiB only, so
  * map one huge page more and cut off what is outside the aligned part. A
@@ -62,7 +74,7 @@ void *map_huge_aligned(size_t len) {
     void *p = reinterpret_cast<void *>(aligned);
     /* A hint: without transparent huge pages the kernel says EINVAL and the
      * chunk stays on 4 KiB pages, which work the same, only slower. */
-    madvise(p, len, MADV_HUGEPAGE);
+    if (huge_pages_wanted()) madvise(p, len, MADV_HUGEPAGE);
     return p;
 }
 

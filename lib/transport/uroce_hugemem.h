@@ -21,6 +21,7 @@
  * classes (64 B to 256 KiB) and kept on a free list per class when freed;
  * larger blocks are mappings of their own. Control path only (QP and CQ
  * creation, resize, destruction): one mutex, never taken per packet.
+ * UROCE_HUGEMEM=0 in the environment keeps the chunks on 4 KiB pages.
  *
  * Under AddressSanitizer every block is an ordinary heap allocation, so
  * that overflows and uses after free of the rings are still caught.
