@@ -333,16 +333,18 @@ rdma_event_channel *rdma_create_event_channel(void) {
 void rdma_destroy_event_channel(rdma_event_channel *channel_) {
     channel *ch = live_channel(channel_, __func__);
     if (!ch) return;
-    verbs_error e;
     {
+        /* The CM's channel is freed and leaves the live set in one step
+         * under ids_mu: a thread in rdma_get_cm_event reads it only while
+         * it finds it live, with ids_mu held. Freed first and unlisted
+         * after, the waiter could read it in between (ASan, compat_verbs
+         * id_destroyed_under_its_event, about one run in ten on 2 cores).
+         * Lock order as everywhere: the stack's lock, then ids_mu. */
         guard g;
-        e = uroce::destroy_event_channel(ch->uch);
-    }
-    /* busy: ids or unacked events left (librdmacm's precondition broken);
-     * the channel stays, as the kernel's would until they go. */
-    if (e != verbs_error::ok) return;
-    {
         std::lock_guard<std::mutex> lock(ids_mu);
+        /* busy: ids or unacked events left (librdmacm's precondition
+         * broken); the channel stays, as the kernel's would until they go. */
+        if (uroce::destroy_event_channel(ch->uch) != verbs_error::ok) return;
         live_channels.erase(&ch->ch);
         destroyed_channels.push_back({&ch->ch, std::this_thread::get_id()});
         if (destroyed_channels.size() > destroyed_channels_kept) destroyed_channels.pop_front();
