@@ -135,6 +135,8 @@ class arena {
 
   private:
     void *alloc_large(size_t bytes) {
+        /* no mapping is that long, and rounding it up would wrap */
+        if (bytes > (SIZE_MAX >> 1)) throw std::bad_alloc();
         const size_t len = round_up(bytes, small_page);
         void *p = map_huge_aligned(len);
         if (!p) throw std::bad_alloc();

@@ -40,7 +40,7 @@ namespace uroce {
 inline constexpr size_t hugemem_align = 64;
 
 /* bytes of memory aligned to hugemem_align, not initialized; throws
- * std::bad_alloc when the system has none. */
+ * std::bad_alloc when the system has none (or bytes is beyond any mapping). */
 void *hugemem_alloc(size_t bytes);
 /* Gives back a block from hugemem_alloc(bytes), with the same bytes. */
 void hugemem_free(void *p, size_t bytes) noexcept;
@@ -66,6 +66,7 @@ template <class T> using hugemem_array = std::unique_ptr<T[], hugemem_delete<T>>
 
 template <class T> hugemem_array<T> make_hugemem_array(size_t n) {
     static_assert(alignof(T) <= hugemem_align);
+    if (n > SIZE_MAX / sizeof(T)) throw std::bad_array_new_length(); /* as new T[n] */
     T *p = static_cast<T *>(hugemem_alloc(n * sizeof(T)));
     try {
         std::uninitialized_value_construct_n(p, n);

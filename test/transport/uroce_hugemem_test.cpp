@@ -124,6 +124,14 @@ TEST(hugemem_test, arrays_are_value_initialized_in_a_reused_block) {
     EXPECT_EQ(wqes[7].num_sge, 0u);
 }
 
+TEST(hugemem_test, an_impossible_size_throws_instead_of_wrapping) {
+    /* n * sizeof(T) would wrap to a small block that n elements overrun */
+    EXPECT_THROW(make_hugemem_array<uint64_t>(SIZE_MAX / 4), std::bad_array_new_length);
+    if (sanitizer_heap()) return; /* ASan stops the process on such a heap request */
+    EXPECT_THROW(hugemem_alloc(SIZE_MAX - 100), std::bad_alloc);
+    EXPECT_THROW(hugemem_alloc(size_t(1) << 62), std::bad_alloc);
+}
+
 TEST(hugemem_test, chunks_are_advised_for_huge_pages) {
     if (sanitizer_heap()) GTEST_SKIP() << "ASan build: blocks come from the heap";
     if (!std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled"))
