@@ -8,10 +8,9 @@
  * thousands of distinct 4 KiB pages (a QP alone is most of one), far past
  * the second-level TLB (1.5-3 K entries), so every QP's first access also
  * paid a page walk; in a guest with nested paging a walk is up to 24
- * memory references. The prefetches of the QP's lines waited for it (a
- * prefetch walks the page tables too). On 2 MiB pages the state of 8192
- * QPs spans a few hundred pages, which the TLB holds (doc/performance.md,
- * "Twelfth pass").
+ * memory references. On 2 MiB pages the state of 8192 QPs spans a few
+ * hundred pages, which the TLB holds: 4096 QPs +8-11% on an Intel Xeon
+ * guest (doc/performance.md, "Twelfth pass").
  *
  * The memory comes from 2 MiB-aligned chunks of the process's own anonymous
  * mappings, marked MADV_HUGEPAGE, so the kernel backs them with huge pages
