@@ -88,28 +88,12 @@ class arena {
         std::lock_guard lock(mu_);
         if (bytes > class_bytes(n_classes - 1)) return alloc_large(bytes);
         const unsigned c = class_of(bytes);
+        void *p = free_[c];
+        if (p)
+            free_[c] = free_[c]->next;
+        else
+            p = carve(class_bytes(c)); /* throws with nothing counted */
         stats_.in_use_bytes += class_bytes(c);
-        if (free_block *b = free_[c]) {
-            free_[c] = b->next;
-            return b;
-        }
-        const size_t sz = class_bytes(c);
-        if (chunk_left_ < sz) {
-            /* What is left of the chunk goes to the free lists, largest
-             * class first (every offset in it is a multiple of 64). */
-            give_back_tail();
-            void *chunk = map_huge_aligned(huge_page);
-            if (!chunk) {
-                stats_.in_use_bytes -= sz;
-                throw std::bad_alloc();
-            }
-            stats_.chunk_bytes += huge_page;
-            chunk_next_ = static_cast<uint8_t *>(chunk);
-            chunk_left_ = huge_page;
-        }
-        void *p = chunk_next_;
-        chunk_next_ += sz;
-        chunk_left_ -= sz;
         return p;
     }
 
@@ -142,6 +126,24 @@ class arena {
         if (!p) throw std::bad_alloc();
         stats_.large_bytes += len;
         stats_.in_use_bytes += len;
+        return p;
+    }
+
+    /* sz bytes from the current chunk, or from a new one. */
+    void *carve(size_t sz) {
+        if (chunk_left_ < sz) {
+            /* What is left of the chunk goes to the free lists, largest
+             * class first (every offset in it is a multiple of 64). */
+            give_back_tail();
+            void *chunk = map_huge_aligned(huge_page);
+            if (!chunk) throw std::bad_alloc();
+            stats_.chunk_bytes += huge_page;
+            chunk_next_ = static_cast<uint8_t *>(chunk);
+            chunk_left_ = huge_page;
+        }
+        void *p = chunk_next_;
+        chunk_next_ += sz;
+        chunk_left_ -= sz;
         return p;
     }
 
