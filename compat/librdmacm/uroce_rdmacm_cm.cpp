@@ -338,7 +338,7 @@ void rdma_destroy_event_channel(rdma_event_channel *channel_) {
          * under ids_mu: a thread in rdma_get_cm_event reads it only while
          * it finds it live, with ids_mu held. Freed first and unlisted
          * after, the waiter could read it in between (ASan, compat_verbs
-         * id_destroyed_under_its_event, about one run in ten on 2 cores).
+         * id_destroyed_under_its_event, one run in thirty on 2 cores).
          * Lock order as everywhere: the stack's lock, then ids_mu. */
         guard g;
         std::lock_guard<std::mutex> lock(ids_mu);
