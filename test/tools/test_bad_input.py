@@ -22,9 +22,8 @@ def pcap_header(linktype, magic=pcaputil.PCAP_MAGIC_US, snaplen=262144):
     return struct.pack("<IHHiIII", magic, 2, 4, 0, 0, snaplen, linktype)
 
 
-def main():
+def main(tmp):
     dump, golden = sys.argv[1], sys.argv[2]
-    tmp = tempfile.mkdtemp(prefix="uroce-bad-")
     failures = []
     golden_pcap = os.path.join(golden, "rping_rdmacm.pcap")
     blob = open(golden_pcap, "rb").read()
@@ -116,9 +115,10 @@ def main():
     for f in failures:
         print("FAIL:", f)
     print(f"{len(failures)} failures")
-    shutil.rmtree(tmp, ignore_errors=True)
     return 1 if failures else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Removed however main() ends, an exception included.
+    with tempfile.TemporaryDirectory(prefix="uroce-bad-") as tmp:
+        sys.exit(main(tmp))

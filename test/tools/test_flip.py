@@ -65,10 +65,9 @@ def allowed_miss(name, offset, mask):
     return name == "published-vectors.pcap" and offset < 12
 
 
-def main():
+def main(tmp):
     dump, golden = sys.argv[1], sys.argv[2]
     failures = []
-    tmp = tempfile.mkdtemp(prefix="uroce-flip-")
     runs = 0
 
     for name, frames in IN_PLACE:
@@ -141,4 +140,6 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Removed however main() ends, an exception included.
+    with tempfile.TemporaryDirectory(prefix="uroce-flip-") as tmp:
+        sys.exit(main(tmp))

@@ -51,9 +51,8 @@ def strip_time(out):
     return rows
 
 
-def main():
+def main(tmp):
     dump, golden = sys.argv[1], sys.argv[2]
-    tmp = tempfile.mkdtemp(prefix="uroce-fmt-")
     failures = []
 
     def run(*args):
@@ -147,9 +146,10 @@ def main():
     for f in failures:
         print("FAIL:", f)
     print(f"{len(failures)} failures")
-    shutil.rmtree(tmp, ignore_errors=True)
     return 1 if failures else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Removed however main() ends, an exception included.
+    with tempfile.TemporaryDirectory(prefix="uroce-fmt-") as tmp:
+        sys.exit(main(tmp))

@@ -90,9 +90,8 @@ def write_pcap(path, frames):
             f.write(struct.pack("<IIII", t // 10**9, t % 10**9, len(d), len(d)) + d)
 
 
-def main():
+def main(tmp):
     dump, golden = sys.argv[1], sys.argv[2]
-    tmp = tempfile.mkdtemp(prefix="uroce-plot-")
     failures = []
 
     def expect(cond, what):
@@ -243,4 +242,6 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Removed however main() ends, an exception included.
+    with tempfile.TemporaryDirectory(prefix="uroce-plot-") as tmp:
+        sys.exit(main(tmp))
