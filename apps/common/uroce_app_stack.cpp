@@ -198,6 +198,7 @@ std::unique_ptr<stack> stack::create(const stack_options &o, std::string &err) {
     dc.max_mtu = st->max_mtu();
     dc.cc = o.cc;
     if (o.max_qp) dc.max_qp = o.max_qp;
+    dc.respond_on_poll = o.respond_on_poll;
     /* One shard keeps the default device (QPNs 0x11..); with several, shard
      * 0 takes the first slice of the QPN space and the others theirs. */
     if (o.shards > 1) shard_qpn_range(dc, 0);

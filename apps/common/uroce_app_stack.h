@@ -55,6 +55,9 @@ struct stack_options {
     bool run_shard_lcores = true;
     /* QPs per device (0: device_config's default, 1024): uroce-perf -q 4096. */
     uint32_t max_qp = 0;
+    /* device_config::respond_on_poll: ACKs leave with the app's next
+     * post, in its next poll (uroce-perf; linger() keeps it safe). */
+    bool respond_on_poll = false;
 };
 
 class stack {

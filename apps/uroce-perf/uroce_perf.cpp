@@ -82,8 +82,18 @@ struct limit_check {
     }
 };
 
+/* uroce-perf polls without pause from its first QP to the linger after
+ * its last test (control work runs on control_runner's thread meanwhile),
+ * so its ACKs can wait for the next poll and leave with the answer the
+ * test posts in between (device_config::respond_on_poll). */
+app::stack_options perf_stack_defaults() {
+    app::stack_options s;
+    s.respond_on_poll = true;
+    return s;
+}
+
 struct options {
-    app::stack_options stack;
+    app::stack_options stack = perf_stack_defaults();
     std::vector<std::string> eal_args;
     std::vector<std::pair<verb, test_kind>> tests;
     perf_params p;

@@ -281,9 +281,14 @@ void device::rx_burst(rte_mbuf **pkts, uint16_t n) {
         rx_one(pkts[i], frames[i & 1]);
     }
     rte_pktmbuf_free_bulk(pkts, n);
-    /* ACKs are coalesced per burst: one per QP, after the whole burst. */
-    run_scheduled();
-    tx_flush();
+    /* The responder's output (one coalesced ACK or NAK per QP, READ and
+     * atomic responses) leaves now, before the application can see what
+     * these frames completed; with respond_on_poll, in the next poll()
+     * (device_config in <uroce/verbs.h>). */
+    if (!cfg_.respond_on_poll) {
+        run_scheduled();
+        tx_flush();
+    }
 }
 
 } // namespace uroce

@@ -352,6 +352,48 @@ TEST_F(recv, response_from_a_foreign_address_is_dropped) {
     EXPECT_EQ(a.ctx->counters().rx_bad_src, 1u);
 }
 
+/* Where the ACK for a received SEND leaves: by default in the rx_burst
+ * that received it, before the application can see the receive's
+ * completion; with respond_on_poll in the next poll(), with what the
+ * application posted in between (device_config, <uroce/verbs.h>). */
+TEST_F(recv, the_ack_leaves_in_rx_burst_or_with_respond_on_poll_in_the_next_poll) {
+    for (bool on_poll : {false, true}) {
+        SCOPED_TRACE(on_poll ? "respond_on_poll" : "default");
+        opt.respond_on_poll = on_poll;
+        setup_pair();
+        std::vector<uint8_t> src(64, 0x3c), dst(64, 0), answer(64, 0x7e), got(64, 0);
+        mr *ms = reg(a, src.data(), src.size());
+        mr *mg = reg(a, got.data(), got.size());
+        mr *md = reg(b, dst.data(), dst.size());
+        mr *ma = reg(b, answer.data(), answer.size());
+        ASSERT_EQ(post_recv_buf(a, got.data(), 64, mg, 7), verbs_error::ok);
+        ASSERT_EQ(post_recv_buf(b, dst.data(), 64, md, 8), verbs_error::ok);
+        ASSERT_EQ(post_one(a, wr_opcode::send, src.data(), 64, ms, 1), verbs_error::ok);
+        a.ctx->poll();
+        rte_mbuf *pkts[8];
+        ASSERT_EQ(b.port->rx_burst(pkts, 8), 1u);
+        b.ctx->rx_burst(pkts, 1);
+        wc w[2];
+        ASSERT_EQ(poll_cq(b.rcq, 2, w), 1); /* the receive completes at once */
+        EXPECT_EQ(w[0].status, wc_status::success);
+        EXPECT_EQ(a.port->queued(), on_poll ? 0u : 1u);
+        /* B answers, then polls: the ACK (if still held) and the answer */
+        ASSERT_EQ(post_one(b, wr_opcode::send, answer.data(), 64, ma, 2), verbs_error::ok);
+        b.ctx->poll();
+        ASSERT_EQ(a.port->rx_burst(pkts, 8), 2u);
+        /* one turn of B's QP: its responder's output, then its send queue */
+        EXPECT_EQ(peek(pkts[0]).opcode, to_u8(ib_opcode::rc_acknowledge));
+        EXPECT_EQ(peek(pkts[1]).opcode, to_u8(ib_opcode::rc_send_only));
+        a.ctx->rx_burst(pkts, 2);
+        EXPECT_EQ(poll_n(a.scq, 1).size(), 1u);
+        EXPECT_EQ(poll_n(a.rcq, 1).size(), 1u);
+        EXPECT_EQ(got, answer);
+        EXPECT_EQ(poll_n(b.scq, 1).size(), 1u); /* A's ACK, held or not, left */
+        EXPECT_EQ(a.ctx->counters().rx_pkts + b.ctx->counters().rx_pkts, 4u);
+        TearDown();
+    }
+}
+
 TEST_F(recv, counters_have_names_and_sum) {
     setup_pair();
     std::vector<uint8_t> src(5000), dst(5000);

@@ -79,6 +79,7 @@ struct pair_options {
     bool ipv6 = false;
     bool tail_loss_probe = true;   /* device_config::tail_loss_probe */
     bool selective_repeat = false; /* RC: qp_attr::selective_repeat on both QPs */
+    bool respond_on_poll = false;  /* device_config::respond_on_poll */
 };
 
 class pair_fixture : public ::testing::Test {
@@ -105,6 +106,7 @@ class pair_fixture : public ::testing::Test {
         cfg.clock = &clk;
         cfg.seed = seed;
         cfg.tail_loss_probe = opt.tail_loss_probe;
+        cfg.respond_on_poll = opt.respond_on_poll;
         cfg.cc = cc_cfg;
         verbs_error err;
         e.ctx = open_device(cfg, &err);

@@ -20,6 +20,7 @@
  *   UROCE_PROP_WRS=1000      work requests per seed and direction (default 1000)
  *   UROCE_PROP_BIDIR=1       traffic both ways on the QP pair    (default 0)
  *   UROCE_PROP_SR=1          selective repeat on both QPs (default 0: go-back-N)
+ *   UROCE_PROP_ON_POLL=1     device_config::respond_on_poll on both (default 0)
  *   UROCE_PROP_SECONDS=60    wall-clock budget: no new seed starts after it (default none)
  * The MTU is drawn from the seed. Every seed runs (a failing one does not stop
  * the others) and the last line says how many failed and how:
@@ -521,6 +522,17 @@ TEST_F(property, both_ways) {
     }
 }
 
+/* The responder's output held for the next poll (respond_on_poll): the
+ * same stream, both ways, under the default mix of faults. */
+TEST_F(property, respond_on_poll) {
+    opt.respond_on_poll = true;
+    for (uint64_t seed = 13; seed <= 14; ++seed) {
+        run_seed(seed, mtu(1 + seed % 5), 1000, seed == 14);
+        if (HasFatalFailure()) return;
+        TearDown();
+    }
+}
+
 /* A harsh mix, short: 10% drop, 10% reorder, 5% duplication, 5% corruption,
  * four seeds of 1000 WRs. About a quarter of such seeds run out of retries
  * (25 of 100; 35 before one retry per loss round and the timer restart on
@@ -603,6 +615,7 @@ TEST_F(property, from_env) {
     const unsigned wrs = unsigned(env_double("UROCE_PROP_WRS", 1000));
     const bool bidir = env_double("UROCE_PROP_BIDIR", 0) != 0;
     opt.selective_repeat = env_double("UROCE_PROP_SR", 0) != 0;
+    opt.respond_on_poll = env_double("UROCE_PROP_ON_POLL", 0) != 0;
     const double budget_s = env_double("UROCE_PROP_SECONDS", 0);
     const auto t0 = std::chrono::steady_clock::now();
     unsigned ran = 0, failed = 0, retry_exc = 0;
