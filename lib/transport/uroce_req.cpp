@@ -298,7 +298,7 @@ static build_status build_req_pkt(qp *q, const send_wqe &w, uint32_t psn, uint64
         x.rkey = w.rkey;
         x.dma_length = uint32_t(rem);
         /* IBTA 9.7.4.1.3: a READ of n bytes consumes ceil(n / MTU) PSNs (at least one). */
-        npsn = rem == 0 ? 1 : uint32_t((rem + q->mtu - 1) / q->mtu);
+        npsn = qp_psns_for(q, rem);
     } else if (op.has(wr_flag::atomic)) {
         b.opcode = to_u8(w.opcode == wr_opcode::atomic_cmp_and_swp ? ib_opcode::rc_compare_swap
                                                                    : ib_opcode::rc_fetch_add);
@@ -494,8 +494,7 @@ unsigned req_process(qp *q, unsigned budget) {
             w.state = wqe_state::issued;
             w.first_psn = q->req.psn;
             uint64_t npsn = 1;
-            if (!op.has(wr_flag::atomic) && q->type != qp_type::ud)
-                npsn = w.length == 0 ? 1 : (w.length + q->mtu - 1) / q->mtu;
+            if (!op.has(wr_flag::atomic) && q->type != qp_type::ud) npsn = qp_psns_for(q, w.length);
             w.last_psn = psn_add(w.first_psn, uint32_t(npsn - 1));
             w.sr_independent = q->attr.selective_repeat && sr_independent(q, q->req.wqe);
             if (op.has_any(wr_flag::read_or_atomic) && !w.rd_counted) {

@@ -641,7 +641,7 @@ static void execute_read(qp *q, const roce_packet &p, rd_resource *res) {
     const reth *h = p.reth();
     const uint32_t psn = p.psn();
     uint64_t va = h->va(), len = h->dma_length();
-    uint32_t npsn = len == 0 ? 1 : uint32_t((len + q->mtu - 1) / q->mtu);
+    uint32_t npsn = qp_psns_for(q, len);
     res->type = rd_resource::read;
     res->first_psn = psn;
     res->last_psn = psn_add(psn, npsn - 1);

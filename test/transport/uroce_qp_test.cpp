@@ -65,6 +65,21 @@ class qp_sm : public pair_fixture {
 /* QPNs are handed out in sequence from a point of the device's range
  * (random by default: device_config::random_first_qpn; 0x11 with it off is
  * in uroce_device_test). */
+/* qp_psns_for's shift against the division it replaces, for every path
+ * MTU: ceil(len / MTU) PSNs, one for an empty message, up to the largest. */
+TEST(qp_psns, shift_matches_ceiling_division) {
+    qp q;
+    for (unsigned m = 1; m <= 5; ++m) {
+        q.mtu = mtu_to_bytes(mtu(m));
+        const uint64_t mtu_len = q.mtu;
+        for (uint64_t len : {uint64_t(0), uint64_t(1), mtu_len - 1, mtu_len, mtu_len + 1,
+                             3 * mtu_len, 3 * mtu_len + 7, uint64_t(max_msg_size)}) {
+            const uint64_t want = len == 0 ? 1 : (len + mtu_len - 1) / mtu_len;
+            EXPECT_EQ(qp_psns_for(&q, len), want) << "MTU " << q.mtu << ", " << len << " bytes";
+        }
+    }
+}
+
 TEST_F(qp_sm, qpns_follow_in_sequence) {
     qp *q1 = fresh(qp_type::rc), *q2 = fresh(qp_type::ud);
     const uint32_t max_qp = device_config{}.max_qp;
