@@ -95,7 +95,7 @@ verbs_error req_post_send(qp *q, send_wr *wr, send_wr **bad_wr) {
             w.num_sge = uint8_t(wr->num_sge);
             sge *sg = sq_sgl(q, q->sq_head & q->sq_mask);
             for (int i = 0; i < wr->num_sge; ++i)
-                sg[i] = wr->sg_list[i];
+                copy_sge(sg[i], wr->sg_list[i]);
         }
         ++q->sq_head;
     }

@@ -45,7 +45,7 @@ void recv_ring::push(const recv_wr &r) {
     uint64_t length = 0;
     sge *sg = w.sgl();
     for (int i = 0; i < r.num_sge; ++i) {
-        sg[i] = r.sg_list[i];
+        copy_sge(sg[i], r.sg_list[i]);
         length += r.sg_list[i].length;
     }
     w.length = length > UINT32_MAX ? UINT32_MAX : uint32_t(length);
