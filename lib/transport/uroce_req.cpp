@@ -74,7 +74,11 @@ verbs_error req_post_send(qp *q, send_wr *wr, send_wr **bad_wr) {
         if (wr_opcode_lookup(wr->opcode).has(wr_flag::atomic)) {
             w.remote_addr = wr->wr.atomic.remote_addr;
             w.rkey = wr->wr.atomic.rkey;
-            sq_atomic_at(q, w) = {wr->wr.atomic.compare_add, wr->wr.atomic.swap};
+            /* each operand at its own width, so that the loads forward
+             * from the application's stores (copy_sge, uroce_srq.h) */
+            uint64_t compare_add = wr->wr.atomic.compare_add, swap = wr->wr.atomic.swap;
+            asm("" : "+r"(compare_add), "+r"(swap));
+            sq_atomic_at(q, w) = {compare_add, swap};
         } else if (q->type == qp_type::ud) {
             w.ah = wr->wr.ud.ah;
             w.remote_qpn = wr->wr.ud.remote_qpn;
