@@ -25,7 +25,7 @@ static verbs_error check_wr(const qp *q, const send_wr *wr, uint64_t *len_out) {
     if (wr->num_sge > 0 && !wr->sg_list) return verbs_error::inval;
     uint64_t len = 0;
     for (int i = 0; i < wr->num_sge; ++i)
-        len += wr->sg_list[i].length;
+        len += load_own_width(wr->sg_list[i].length); /* not as whole SGEs (uroce_srq.h) */
     if (len > max_msg_size) return verbs_error::inval;
     if (wr->send_flags & send_inline) {
         if (op.has_any(wr_flag::read_or_atomic) || len > q->cap.max_inline_data)
@@ -74,11 +74,8 @@ verbs_error req_post_send(qp *q, send_wr *wr, send_wr **bad_wr) {
         if (wr_opcode_lookup(wr->opcode).has(wr_flag::atomic)) {
             w.remote_addr = wr->wr.atomic.remote_addr;
             w.rkey = wr->wr.atomic.rkey;
-            /* each operand at its own width, so that the loads forward
-             * from the application's stores (copy_sge, uroce_srq.h) */
-            uint64_t compare_add = wr->wr.atomic.compare_add, swap = wr->wr.atomic.swap;
-            asm("" : "+r"(compare_add), "+r"(swap));
-            sq_atomic_at(q, w) = {compare_add, swap};
+            sq_atomic_at(q, w) = {load_own_width(wr->wr.atomic.compare_add),
+                                  load_own_width(wr->wr.atomic.swap)};
         } else if (q->type == qp_type::ud) {
             w.ah = wr->wr.ud.ah;
             w.remote_qpn = wr->wr.ud.remote_qpn;

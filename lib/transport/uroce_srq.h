@@ -15,23 +15,27 @@
 
 namespace uroce {
 
-/* One SGE from the application's work request into a WQE, field by field.
- * Applications build their SGEs just before they post (on the stack, with
- * an 8-byte and two 4-byte stores, or 8 and 8), and a 16-byte load of the
- * whole SGE cannot be forwarded from those narrower stores: it waits until
- * they, and every older store, have reached the cache. Behind a store to a
- * line the other core holds (memif's ring index, written by its RX just
- * before) that was 3.5% of a memif poller's samples, on post_recv's one
- * copy, which sits between the receive and the answer. Loads of each
- * field's own width forward. The empty asm keeps the three loads scalar:
- * the compiler would otherwise merge them back into one vector load. */
+/* A field of an application's work request, loaded at its own width.
+ * Applications fill their WRs and SGEs just before they post (on the
+ * stack, field by field), and a load wider than those stores, such as one
+ * 16-byte load of a whole SGE, cannot be forwarded from them: it waits
+ * until they, and every older store, have reached the cache. Behind a
+ * store to a line the other core holds (memif's ring index, written by its
+ * RX just before) that was 3.5% of a memif poller's samples, on post_recv's
+ * one SGE copy, which sits between the receive and the answer. The empty
+ * asm keeps each load scalar: the compiler would otherwise merge adjacent
+ * fields back into one vector load. */
+template <class T> static inline T load_own_width(const T &field) {
+    T v = field;
+    asm("" : "+r"(v));
+    return v;
+}
+
+/* One SGE from the application's work request into a WQE, field by field. */
 static inline void copy_sge(sge &dst, const sge &src) {
-    uint64_t addr = src.addr;
-    uint32_t length = src.length, lkey = src.lkey;
-    asm("" : "+r"(addr), "+r"(length), "+r"(lkey));
-    dst.addr = addr;
-    dst.length = length;
-    dst.lkey = lkey;
+    dst.addr = load_own_width(src.addr);
+    dst.length = load_own_width(src.length);
+    dst.lkey = load_own_width(src.lkey);
 }
 
 /* A receive WQE in its ring slot: this header, then its max_sge SGEs, so
