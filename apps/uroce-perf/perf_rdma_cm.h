@@ -120,13 +120,14 @@ class control_channel : public oob::perftest::message_channel {
     cm_events &events() { return events_; }
 
   private:
-    control_channel(app::stack &st, cm_service *cm) : st_(st), events_(st, cm) {}
+    control_channel(app::stack &st, cm_service *cm) : st_(st), cm_(cm), events_(st, cm) {}
     std::string setup_qp(cm_id *id);
     void release_qp();
 
     static constexpr size_t slot = 128; /* the largest message is 56 bytes */
     static constexpr unsigned n_recv = 4;
     app::stack &st_;
+    cm_service *cm_;
     cm_events events_;
     cm_id *id_ = nullptr;
     cm_id *listener_ = nullptr;    /* server */

@@ -261,6 +261,15 @@ UROCE_API cm_counters_snapshot cm_counters(const cm_service *cm);
 UROCE_API void cm_print_counters(const cm_service *cm, FILE *f);
 /* Connections that exist (any state, timewait included). */
 UROCE_API size_t cm_connection_count(const cm_service *cm);
+/* Whether a MAD the CM sent has not left through the port yet: parked
+ * while the peer's MAC resolves, queued on QP1, or behind other frames in
+ * the device's TX queue. disconnect(), reject() and the like only queue
+ * their DREQ, DREP or REJ, which leaves in a later poll; a kernel CM sends
+ * it even after the process has gone, so rdma_cm programs end right after
+ * their last call. A program that is about to end polls its engine while
+ * this is true (bounded by a timeout: a link that is down never drains),
+ * or the peer waits its whole CM timeout for an answer that never left. */
+UROCE_API bool cm_output_pending(const cm_service *cm);
 /* The CM's poll (timers, QP1 completions, parked MADs); engine::poll()
  * calls it, so only a program that polls no engine calls it itself. */
 UROCE_API unsigned cm_poll(cm_service *cm);

@@ -56,6 +56,10 @@ class cm_gsi {
     cm_gsi &operator=(const cm_gsi &) = delete;
     /* ok after construction? (else why). */
     verbs_error error() const { return err_; }
+    /* MADs not yet out: parked for the peer's address, or posted to QP1
+     * and not yet seen complete (poll() reaps the completions; a UD send
+     * completes once its frame is queued to the port). */
+    size_t unsent() const { return parked_.size() + (cfg_.send_depth - free_send_.size()); }
 
     /* A MAD to the peer's QP qpn (1) at GID `to`, from our GID `from`
      * (zero: the first of the peer's family). */

@@ -11,7 +11,8 @@
 
 #include <uroce/flow.h>
 
-#include "uroce_qp.h" /* loss_seed_rtt: the handshake's round trip as the QP's first */
+#include "uroce_device.h" /* tx_queued: output_pending */
+#include "uroce_qp.h"     /* loss_seed_rtt: the handshake's round trip as the QP's first */
 
 namespace uroce {
 
@@ -1009,6 +1010,14 @@ void cm_print_counters(const cm_service *cm, FILE *f) {
 
 size_t cm_connection_count(const cm_service *cm) {
     return cm ? cm->conn_count() : 0;
+}
+
+bool cm_service::output_pending() const {
+    return gsi_->unsent() > 0 || dev()->tx_queued() > 0;
+}
+
+bool cm_output_pending(const cm_service *cm) {
+    return cm && cm->output_pending();
 }
 
 unsigned cm_poll(cm_service *cm) {

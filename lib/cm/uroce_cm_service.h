@@ -144,6 +144,8 @@ class cm_service final : public engine_poller, private cm_agent::endpoint {
 
     cm_counters_snapshot counters() const;
     size_t conn_count() const { return agent_->conn_count(); }
+    /* MADs that have not left through the port yet (cm_output_pending). */
+    bool output_pending() const;
     device *dev() const { return eng_.dev(); }
     neigh &nb() const { return *eng_.neighbours(); }
     unsigned channels = 0;

@@ -440,6 +440,38 @@ TEST_F(cm_service_t, passive_side_disconnects_first) {
         [&] { return cm_connection_count(a.cm) == 0 && cm_connection_count(b.cm) == 0; }));
 }
 
+/* disconnect() only queues the DREP; cm_output_pending says so until the
+ * side's own polls have sent it, and the peer's DISCONNECTED proves that
+ * it left. A program that ended while it was pending (uroce-perf -R's
+ * client did) left its peer waiting out the DREQ's timeout. */
+TEST_F(cm_service_t, output_is_pending_until_the_drep_has_left) {
+    start();
+    listen_b();
+    auto [act, pas] = connect_pair();
+    ASSERT_TRUE(pas);
+    ASSERT_TRUE(run_until([&] { return !cm_output_pending(a.cm) && !cm_output_pending(b.cm); }))
+        << "the handshake's MADs have left";
+    ASSERT_EQ(disconnect(act), verbs_error::ok);
+    EXPECT_TRUE(cm_output_pending(a.cm)) << "the DREQ, before any poll";
+    ASSERT_TRUE(expect_event(b, cm_event_type::disconnected));
+    EXPECT_FALSE(cm_output_pending(b.cm));
+    ASSERT_EQ(disconnect(pas), verbs_error::ok) << "the DREP";
+    EXPECT_TRUE(cm_output_pending(b.cm)) << "queued, not sent";
+    /* b's loop alone: nothing reaches a meanwhile */
+    rte_mbuf *pkts[64];
+    for (int i = 0; i < 100 && cm_output_pending(b.cm); i++) {
+        const uint16_t n = b.port->rx_burst(pkts, 64);
+        b.eng->rx_burst(pkts, n);
+        b.eng->poll();
+    }
+    EXPECT_FALSE(cm_output_pending(b.cm)) << "b's own polls send it";
+    EXPECT_EQ(cm_counters(b.cm).drep_tx, 1u);
+    EXPECT_EQ(cm_output_pending(nullptr), false);
+    ASSERT_TRUE(expect_event(a, cm_event_type::disconnected)) << "the DREP arrived";
+    destroy(act);
+    destroy(pas);
+}
+
 /* perftest -R's server destroys its first listener and binds the port again
  * for the data connections while the first connection lives: connections
  * never hold their listener's port, so that bind succeeds. */
