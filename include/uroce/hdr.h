@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include <uroce/byteorder.h>
 
@@ -82,6 +83,28 @@ struct ipv4_hdr {
     uint16_t checksum() const { return load_be16(checksum_be); }
     uint32_t src_addr() const { return load_be32(src); } /* host order */
     uint32_t dst_addr() const { return load_be32(dst); }
+    /* RFC 1071: the header's 16-bit words, the checksum field included, add
+     * up to 0xffff in one's complement when the checksum is right. The
+     * caller has header_length() bytes here, options included (parsing
+     * checked that). Added as 32-bit words in host order, at most 15 of
+     * them into 64 bits: a one's-complement sum folds to the same 16 bits
+     * whatever the width of the words added (RFC 1071 2(C)), and to all
+     * ones whatever their byte order (2(B)). rte_raw_cksum's loop over
+     * 16-bit words was a third of rx_one's time at 64 B SENDs. */
+    bool checksum_ok() const {
+        const auto *p = reinterpret_cast<const uint8_t *>(this);
+        uint64_t sum = 0;
+        for (size_t i = 0; i < header_length(); i += 4) {
+            uint32_t word;
+            std::memcpy(&word, p + i, sizeof(word));
+            sum += word;
+        }
+        sum = (sum & 0xffffffffu) + (sum >> 32); /* < 2^32 + 15 */
+        sum = (sum & 0xffffffffu) + (sum >> 32); /* < 2^32 */
+        sum = (sum & 0xffffu) + (sum >> 16);     /* <= 0x1fffe */
+        sum = (sum & 0xffffu) + (sum >> 16);     /* <= 0xffff */
+        return sum == 0xffffu;
+    }
 
     void set_total_length(uint16_t v) { store_be16(total_length_be, v); }
     void set_id(uint16_t v) { store_be16(id_be, v); }

@@ -36,7 +36,7 @@ neigh_proto::verdict neigh_proto::handle_ipv4(rte_mbuf *m, size_t l2) {
     if (tl < hl) return drop(neigh_drop::bad_ip_header);
     if (l2 + tl > m->pkt_len) return drop(neigh_drop::truncated);
     /* RFC 1122 3.2.1.2: silently discard a datagram with a bad header checksum. */
-    if (rte_raw_cksum(ip, hl) != 0xffff) return drop(neigh_drop::bad_ip_checksum);
+    if (!ip->checksum_ok()) return drop(neigh_drop::bad_ip_checksum);
     if (ip->protocol != ip_proto_icmp) return drop(neigh_drop::unsupported_type);
     ctr_.rx_icmp++;
     /* No reassembly here: RoCE never fragments and a fragmented ping is the

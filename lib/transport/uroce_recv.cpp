@@ -6,7 +6,6 @@
  */
 #include <cassert>
 
-#include <rte_ip.h>
 #include <rte_mbuf.h>
 
 #include "uroce_device.h"
@@ -36,8 +35,7 @@ static inline bool ipv4_csum_ok(const roce_packet &p, const rte_mbuf *m) {
     default:
         break;
     }
-    const ipv4_hdr *ip = p.ipv4();
-    return rte_raw_cksum(ip, ip->header_length()) == 0xffff;
+    return p.ipv4()->checksum_ok();
 }
 
 /* A connected (RC/UC) QP takes packets from its path only (rxe_recv.c
