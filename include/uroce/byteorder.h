@@ -42,6 +42,13 @@ static inline uint32_t load_be32(const uint8_t *p) {
     std::memcpy(&v, p, sizeof(v));
     return bswap32(v);
 }
+/* A 24-bit field that ends the big-endian 32-bit word at `word`, as BTH's
+ * destination QP and PSN, AETH's MSN and DETH's source QP each follow a
+ * byte of their header: one load and a mask, where load_be24's three byte
+ * loads and their shifts were 7 instructions. */
+static inline uint32_t load_be24_in_word(const uint8_t *word) {
+    return load_be32(word) & 0x00ffffffu;
+}
 static inline uint64_t load_be64(const uint8_t *p) {
     uint64_t v;
     std::memcpy(&v, p, sizeof(v));

@@ -179,9 +179,13 @@ struct bth {
     uint16_t pkey() const { return load_be16(pkey_be); }
     bool fecn() const { return resv8a & fecn_bit; }
     bool becn() const { return resv8a & becn_bit; }
-    uint32_t dest_qp() const { return load_be24(dest_qp_be); }
+    /* the header's bytes from offset off (the word of a 24-bit field) */
+    const uint8_t *word_at(size_t off) const {
+        return reinterpret_cast<const uint8_t *>(this) + off;
+    }
+    uint32_t dest_qp() const { return load_be24_in_word(word_at(offsetof(bth, resv8a))); }
     bool ack_req() const { return ack_psn_hi & ack_req_bit; }
-    uint32_t psn() const { return load_be24(psn_be); }
+    uint32_t psn() const { return load_be24_in_word(word_at(offsetof(bth, ack_psn_hi))); }
 
     void set_flags(bool se, bool mig_req, uint8_t pad, uint8_t tver = 0) {
         flags = uint8_t((se ? se_bit : 0) | (mig_req ? mig_bit : 0) |
@@ -218,7 +222,11 @@ struct aeth {
     uint8_t syndrome;
     uint8_t msn_be[3];
 
-    uint32_t msn() const { return load_be24(msn_be); }
+    /* the header's bytes from offset off (the word of a 24-bit field) */
+    const uint8_t *word_at(size_t off) const {
+        return reinterpret_cast<const uint8_t *>(this) + off;
+    }
+    uint32_t msn() const { return load_be24_in_word(word_at(offsetof(aeth, syndrome))); }
     void set_msn(uint32_t v) { store_be24(msn_be, v); }
 };
 
@@ -275,7 +283,11 @@ struct deth {
     static constexpr uint32_t gsi_qkey = 0x80010000;
 
     uint32_t qkey() const { return load_be32(qkey_be); }
-    uint32_t src_qp() const { return load_be24(src_qp_be); }
+    /* the header's bytes from offset off (the word of a 24-bit field) */
+    const uint8_t *word_at(size_t off) const {
+        return reinterpret_cast<const uint8_t *>(this) + off;
+    }
+    uint32_t src_qp() const { return load_be24_in_word(word_at(offsetof(deth, resv))); }
     void set_qkey(uint32_t v) { store_be32(qkey_be, v); }
     void set_src_qp(uint32_t v) {
         resv = 0;
