@@ -55,6 +55,12 @@ struct vlan_hdr {
     void set_ether_type(uint16_t v) { store_be16(ether_type_be, v); }
 };
 
+/* The bytes of header h from offset off: where the 32-bit word that a
+ * 24-bit field ends begins (load_be24_in_word; BTH, AETH, DETH). */
+template <class H> inline const uint8_t *header_word(const H &h, size_t off) {
+    return reinterpret_cast<const uint8_t *>(&h) + off;
+}
+
 struct ipv4_hdr {
     uint8_t version_ihl;
     uint8_t tos; /* DSCP (7:2) and ECN (1:0); masked to ones in the ICRC */
@@ -86,11 +92,12 @@ struct ipv4_hdr {
     /* RFC 1071: the header's 16-bit words, the checksum field included, add
      * up to 0xffff in one's complement when the checksum is right. The
      * caller has checked that the IHL is at least 5 and that its
-     * header_length() bytes are here, options included (as parsing does). Added as 32-bit words in
-     * host order, at most 15 of them into 64 bits: a one's-complement sum folds to the same 16 bits
-     * whatever the width of the words added (RFC 1071 2(C)), and to all
-     * ones whatever their byte order (2(B)). rte_raw_cksum's loop over
-     * 16-bit words was a third of rx_one's time at 64 B SENDs. */
+     * header_length() bytes are here, options included (as parsing does).
+     * Added as 32-bit words in host order, at most 15 of them into 64 bits:
+     * a one's-complement sum folds to the same 16 bits whatever the width
+     * of the words added (RFC 1071 2(C)), and to all ones whatever their
+     * byte order (2(B)). rte_raw_cksum's loop over 16-bit words was a third
+     * of rx_one's time at 64 B SENDs. */
     bool checksum_ok() const {
         const auto *p = reinterpret_cast<const uint8_t *>(this);
         const size_t len = header_length();
@@ -183,13 +190,13 @@ struct bth {
     uint16_t pkey() const { return load_be16(pkey_be); }
     bool fecn() const { return resv8a & fecn_bit; }
     bool becn() const { return resv8a & becn_bit; }
-    /* the header's bytes from offset off (the word of a 24-bit field) */
-    const uint8_t *word_at(size_t off) const {
-        return reinterpret_cast<const uint8_t *>(this) + off;
+    uint32_t dest_qp() const {
+        return load_be24_in_word(header_word(*this, offsetof(bth, resv8a)));
     }
-    uint32_t dest_qp() const { return load_be24_in_word(word_at(offsetof(bth, resv8a))); }
     bool ack_req() const { return ack_psn_hi & ack_req_bit; }
-    uint32_t psn() const { return load_be24_in_word(word_at(offsetof(bth, ack_psn_hi))); }
+    uint32_t psn() const {
+        return load_be24_in_word(header_word(*this, offsetof(bth, ack_psn_hi)));
+    }
 
     void set_flags(bool se, bool mig_req, uint8_t pad, uint8_t tver = 0) {
         flags = uint8_t((se ? se_bit : 0) | (mig_req ? mig_bit : 0) |
@@ -226,11 +233,7 @@ struct aeth {
     uint8_t syndrome;
     uint8_t msn_be[3];
 
-    /* the header's bytes from offset off (the word of a 24-bit field) */
-    const uint8_t *word_at(size_t off) const {
-        return reinterpret_cast<const uint8_t *>(this) + off;
-    }
-    uint32_t msn() const { return load_be24_in_word(word_at(offsetof(aeth, syndrome))); }
+    uint32_t msn() const { return load_be24_in_word(header_word(*this, offsetof(aeth, syndrome))); }
     void set_msn(uint32_t v) { store_be24(msn_be, v); }
 };
 
@@ -287,11 +290,7 @@ struct deth {
     static constexpr uint32_t gsi_qkey = 0x80010000;
 
     uint32_t qkey() const { return load_be32(qkey_be); }
-    /* the header's bytes from offset off (the word of a 24-bit field) */
-    const uint8_t *word_at(size_t off) const {
-        return reinterpret_cast<const uint8_t *>(this) + off;
-    }
-    uint32_t src_qp() const { return load_be24_in_word(word_at(offsetof(deth, resv))); }
+    uint32_t src_qp() const { return load_be24_in_word(header_word(*this, offsetof(deth, resv))); }
     void set_qkey(uint32_t v) { store_be32(qkey_be, v); }
     void set_src_qp(uint32_t v) {
         resv = 0;

@@ -46,7 +46,7 @@ void recv_ring::push(const recv_wr &r) {
     sge *sg = w.sgl();
     for (int i = 0; i < r.num_sge; ++i) {
         copy_sge(sg[i], r.sg_list[i]);
-        length += r.sg_list[i].length;
+        length += sg[i].length; /* the copy: the application's SGE is read once */
     }
     w.length = length > UINT32_MAX ? UINT32_MAX : uint32_t(length);
     ++head_;

@@ -62,9 +62,6 @@ class qp_sm : public pair_fixture {
                                          qp_attr_max_qp_rd_atomic;
 };
 
-/* QPNs are handed out in sequence from a point of the device's range
- * (random by default: device_config::random_first_qpn; 0x11 with it off is
- * in uroce_device_test). */
 /* qp_psns_for's shift against the division it replaces, for every path
  * MTU: ceil(len / MTU) PSNs, one for an empty message, up to the largest. */
 TEST(qp_psns, shift_matches_ceiling_division) {
@@ -80,6 +77,9 @@ TEST(qp_psns, shift_matches_ceiling_division) {
     }
 }
 
+/* QPNs are handed out in sequence from a point of the device's range
+ * (random by default: device_config::random_first_qpn; 0x11 with it off is
+ * in uroce_device_test). */
 TEST_F(qp_sm, qpns_follow_in_sequence) {
     qp *q1 = fresh(qp_type::rc), *q2 = fresh(qp_type::ud);
     const uint32_t max_qp = device_config{}.max_qp;
