@@ -63,6 +63,7 @@ void device::tx_drop(rte_mbuf *m) {
 unsigned device::run_scheduled() {
     unsigned total = 0;
     if (round_left_ == 0) {
+        if (sched_.empty()) return 0; /* an idle poll: a latency loop's most */
         /* a new round: the QPs scheduled since the last one began; those
          * scheduled from now on wait for the next */
         round_.swap(sched_);
