@@ -8,8 +8,11 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdlib>
 #include <cstring>
 #include <random>
+
+#include <unistd.h>
 
 #include <rte_cycles.h>
 #include <rte_mbuf.h>
@@ -320,9 +323,23 @@ qp *device::add_qp(pd *p, const qp_init_attr &a, uint32_t qpn, verbs_error *err)
     ++q->scq->usecnt;
     ++q->rcq->usecnt;
     if (q->srq) ++q->srq->usecnt;
+    sq_bytes_ += uint64_t(q->sq_mask + 1) * sizeof(send_wqe);
+    sq_stream_ = sq_bytes_ > sq_stream_min_;
     qps_owned_.push_back(std::move(q));
     if (err) *err = verbs_error::ok;
     return qps_owned_.back().get();
+}
+
+uint64_t device::sq_stream_default_min_bytes() {
+    static const uint64_t min_bytes = [] {
+        if (const char *e = std::getenv("UROCE_SQ_STREAM"); e && e[0] && !e[1]) {
+            if (e[0] == '0') return UINT64_MAX;
+            if (e[0] == '1') return uint64_t(0);
+        }
+        const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE); /* 0 or -1 where unknown */
+        return uint64_t(4) * (l2 > 0 ? uint64_t(l2) : uint64_t(1) << 20);
+    }();
+    return min_bytes;
 }
 
 verbs_error device::destroy_qp(qp *q) {
@@ -346,6 +363,8 @@ verbs_error device::destroy_qp(qp *q) {
     else
         qps_[q->qpn - qpn_base_] = nullptr;
     qp_counters_add(dead_qp_cnt_, q->cnt);
+    sq_bytes_ -= uint64_t(q->sq_mask + 1) * sizeof(send_wqe);
+    sq_stream_ = sq_bytes_ > sq_stream_min_;
     drop_events_of(q);
     --q->pd->usecnt;
     --q->scq->usecnt;

@@ -115,6 +115,25 @@ class device {
         sched_.push_back(q);
     }
     uint16_t next_ip_id() { return ip_id_++; }
+    /* Whether posting writes each send WQE with streaming stores, a whole
+     * line at a time without first reading it (req_post_send): while the
+     * device's send queues together are larger than sq_stream_min_bytes.
+     * An application that posts into slots it last used a round of all
+     * its QPs ago (perftest posts 100 WRs at each signaled completion)
+     * would otherwise wait for each cold line to be read before it writes
+     * it. 64 B SENDs on an Intel Xeon (L2 2 MiB), streamed against not:
+     * +6 to +9% at 4096 QPs (32 MiB of slots), +4.5% at 2048, even at
+     * 1024, 3% fewer at 256 and 9% fewer at 1 QP, whose slots the caches
+     * hold (doc/performance.md, "Fifteenth pass"). */
+    bool sq_stream() const { return sq_stream_; }
+    /* The threshold: 4 times the core's L2 by default (the break-even
+     * above), or what UROCE_SQ_STREAM says (0: never, 1: always); tests
+     * set it here. */
+    static uint64_t sq_stream_default_min_bytes();
+    void set_sq_stream_min_bytes(uint64_t b) {
+        sq_stream_min_ = b;
+        sq_stream_ = sq_bytes_ > sq_stream_min_;
+    }
     qp *lookup_qp(uint32_t qpn) const {
         uint32_t i = qpn - qpn_base_;
         if (i < qps_.size()) [[likely]]
@@ -243,6 +262,9 @@ class device {
     unsigned tx_next_flush_ = tx_batch;
     uint32_t max_frame_len_ = 0;
     uint16_t ip_id_ = 1;
+    uint64_t sq_bytes_ = 0; /* every QP's send WQE slots (sq_stream) */
+    uint64_t sq_stream_min_ = sq_stream_default_min_bytes();
+    bool sq_stream_ = false; /* sq_bytes_ > sq_stream_min_ */
     uint32_t next_pd_ = 1;
     icrc_check rx_icrc_;  /* the frame rx_one is on */
     icrc_check rx_ahead_; /* the next frame's, when it is deferred (rx_prepare) */

@@ -448,3 +448,123 @@ TEST_F(req, ud_sends_from_the_qps_own_source_port) {
 }
 
 } // namespace
+
+/* device::sq_stream: while the device's send queues together are larger
+ * than the threshold, posting builds each WQE on the stack and writes it
+ * to its slot with streaming stores. Either way the slot holds what was
+ * posted and the peer gets the same bytes: a WRITE, a SEND with
+ * immediate, an inline SEND, a fetch-and-add and a READ, with the
+ * scatter list in the WQE's line (one SGE) and in the side array (four). */
+TEST_F(req, streamed_wqes_hold_what_was_posted) {
+    for (uint32_t sges : {1u, 4u}) {
+        for (bool stream : {false, true}) {
+            SCOPED_TRACE(std::to_string(sges) + " SGEs, streamed " + std::to_string(stream));
+            opt.max_sge = sges;
+            setup_pair();
+            a.ctx->set_sq_stream_min_bytes(stream ? 0 : UINT64_MAX);
+            ASSERT_EQ(a.ctx->sq_stream(), stream);
+            std::vector<uint8_t> src(300), dst(300), inl(40);
+            alignas(8) uint64_t counter = 5, fetched = 0;
+            for (size_t i = 0; i < src.size(); ++i)
+                src[i] = uint8_t(i * 7 + sges);
+            for (size_t i = 0; i < inl.size(); ++i)
+                inl[i] = uint8_t(0xa0 + i);
+            mr *ms = reg(a, src.data(), src.size());
+            mr *mf = reg(a, &fetched, sizeof fetched);
+            mr *md = reg(b, dst.data(), dst.size());
+            mr *mc = reg(b, &counter, sizeof counter);
+            ASSERT_EQ(post_recv_buf(b, dst.data() + 200, 100, md, 70), verbs_error::ok);
+            ASSERT_EQ(post_recv_buf(b, dst.data() + 250, 50, md, 71), verbs_error::ok);
+            const uint64_t raddr = reinterpret_cast<uint64_t>(dst.data());
+
+            ASSERT_EQ(
+                post_one(a, wr_opcode::rdma_write, src.data(), 100, ms, 1, raddr, mr_rkey(md)),
+                verbs_error::ok);
+            const send_wqe &wq = sq_at(a.qp, a.qp->sq_head - 1);
+            EXPECT_EQ(wq.wr_id, 1u);
+            EXPECT_EQ(wq.opcode, wr_opcode::rdma_write);
+            EXPECT_EQ(wq.length, 100u);
+            EXPECT_EQ(wq.remote_addr, raddr);
+            EXPECT_EQ(wq.rkey, mr_rkey(md));
+            EXPECT_EQ(wq.num_sge, 1u);
+            EXPECT_TRUE(wq.signaled());
+            EXPECT_EQ(wq.state, wqe_state::posted);
+            const sge &sg = sq_sgl(a.qp, wq)[0];
+            EXPECT_EQ(sg.addr, reinterpret_cast<uint64_t>(src.data()));
+            EXPECT_EQ(sg.length, 100u);
+            EXPECT_EQ(sg.lkey, mr_lkey(ms));
+
+            sge s{reinterpret_cast<uint64_t>(src.data() + 100), 100, mr_lkey(ms)};
+            send_wr w;
+            w.wr_id = 2;
+            w.sg_list = &s;
+            w.num_sge = 1;
+            w.opcode = wr_opcode::send_with_imm;
+            w.send_flags = send_signaled;
+            w.imm_data = 0x01020304;
+            send_wr *bad = nullptr;
+            ASSERT_EQ(post_send(a.qp, &w, &bad), verbs_error::ok);
+            EXPECT_EQ(sq_at(a.qp, a.qp->sq_head - 1).imm_data, 0x01020304u);
+
+            sge si{reinterpret_cast<uint64_t>(inl.data()), uint32_t(inl.size()), 0};
+            w.wr_id = 3;
+            w.sg_list = &si;
+            w.opcode = wr_opcode::send;
+            w.send_flags = send_signaled | send_inline;
+            ASSERT_EQ(post_send(a.qp, &w, &bad), verbs_error::ok);
+            EXPECT_TRUE(sq_at(a.qp, a.qp->sq_head - 1).is_inline());
+
+            sge sa{reinterpret_cast<uint64_t>(&fetched), 8, mr_lkey(mf)};
+            w.wr_id = 4;
+            w.sg_list = &sa;
+            w.opcode = wr_opcode::atomic_fetch_and_add;
+            w.send_flags = send_signaled;
+            w.wr.atomic.remote_addr = reinterpret_cast<uint64_t>(&counter);
+            w.wr.atomic.rkey = mr_rkey(mc);
+            w.wr.atomic.compare_add = 3;
+            ASSERT_EQ(post_send(a.qp, &w, &bad), verbs_error::ok);
+            EXPECT_EQ(sq_atomic_at(a.qp, sq_at(a.qp, a.qp->sq_head - 1)).compare_add, 3u);
+
+            ASSERT_EQ(
+                post_one(a, wr_opcode::rdma_read, src.data() + 200, 100, ms, 5, raddr, mr_rkey(md)),
+                verbs_error::ok);
+
+            auto sent = poll_n(a.scq, 5);
+            ASSERT_EQ(sent.size(), 5u);
+            for (size_t i = 0; i < sent.size(); ++i) {
+                EXPECT_EQ(sent[i].status, wc_status::success) << i;
+                EXPECT_EQ(sent[i].wr_id, i + 1);
+            }
+            auto got = poll_n(b.rcq, 2);
+            ASSERT_EQ(got.size(), 2u);
+            EXPECT_EQ(got[0].imm_data, 0x01020304u);
+            EXPECT_EQ(got[1].byte_len, inl.size());
+            EXPECT_EQ(std::memcmp(dst.data(), src.data(), 100), 0);
+            EXPECT_EQ(std::memcmp(dst.data() + 200, src.data() + 100, 50), 0);
+            EXPECT_EQ(std::memcmp(dst.data() + 250, inl.data(), inl.size()), 0);
+            EXPECT_EQ(counter, 8u);
+            EXPECT_EQ(fetched, 5u);
+            /* the READ brought the WRITE's bytes back */
+            EXPECT_EQ(std::memcmp(src.data() + 200, src.data(), 100), 0);
+            TearDown();
+        }
+    }
+}
+
+/* The threshold is over every QP's send queue, on and off as QPs come and
+ * go: more than it streams, not more does not. */
+TEST_F(req, streaming_follows_the_send_queues_size) {
+    setup_pair();
+    const uint64_t one_sq = uint64_t(a.qp->sq_mask + 1) * sizeof(send_wqe);
+    a.ctx->set_sq_stream_min_bytes(one_sq);
+    b.ctx->set_sq_stream_min_bytes(one_sq);
+    EXPECT_FALSE(a.ctx->sq_stream());
+    qp *second = make_qp(a);
+    ASSERT_NE(second, nullptr);
+    EXPECT_TRUE(a.ctx->sq_stream());
+    EXPECT_FALSE(b.ctx->sq_stream()); /* a device's own queues only */
+    ASSERT_EQ(destroy_qp(second), verbs_error::ok);
+    EXPECT_FALSE(a.ctx->sq_stream());
+    a.ctx->set_sq_stream_min_bytes(one_sq - 1);
+    EXPECT_TRUE(a.ctx->sq_stream());
+}
