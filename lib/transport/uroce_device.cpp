@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <cstdlib>
 #include <cstring>
 #include <random>
 
@@ -18,6 +17,7 @@
 #include <rte_mbuf.h>
 
 #include <uroce/flow.h>
+#include "uroce_env.h"
 #include "uroce_psn.h"
 
 namespace uroce {
@@ -332,10 +332,8 @@ qp *device::add_qp(pd *p, const qp_init_attr &a, uint32_t qpn, verbs_error *err)
 
 uint64_t device::sq_stream_default_min_bytes() {
     static const uint64_t min_bytes = [] {
-        if (const char *e = std::getenv("UROCE_SQ_STREAM"); e && e[0] && !e[1]) {
-            if (e[0] == '0') return UINT64_MAX;
-            if (e[0] == '1') return uint64_t(0);
-        }
+        if (const std::optional<bool> on = env_switch("UROCE_SQ_STREAM"))
+            return *on ? uint64_t(0) : UINT64_MAX;
         const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE); /* 0 or -1 where unknown */
         return uint64_t(4) * (l2 > 0 ? uint64_t(l2) : uint64_t(1) << 20);
     }();

@@ -10,6 +10,8 @@
 
 #include <sys/mman.h>
 
+#include "uroce_env.h"
+
 #if defined(__SANITIZE_ADDRESS__)
 #define UROCE_HUGEMEM_HEAP 1
 #elif defined(__has_feature)
@@ -49,10 +51,7 @@ constexpr size_t class_bytes(unsigned c) {
  * host maps its memory with small pages (a shadow-paged guest, where the
  * whole heap on huge pages measured slower) they buy nothing. */
 bool huge_pages_wanted() {
-    static const bool wanted = [] {
-        const char *e = std::getenv("UROCE_HUGEMEM");
-        return !(e && e[0] == '0' && e[1] == 0);
-    }();
+    static const bool wanted = env_switch("UROCE_HUGEMEM").value_or(true);
     return wanted;
 }
 

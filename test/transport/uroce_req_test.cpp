@@ -3,8 +3,12 @@
  * every MTU, PSNs (a READ consumes ceil(len/MTU)), AckReq placement, the
  * unacked-PSN window, max_rd_atomic, fences, PSN wrap.
  */
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "uroce_psn.h"
 #include "uroce_tp_fixture.h"
@@ -567,4 +571,18 @@ TEST_F(req, streaming_follows_the_send_queues_size) {
     EXPECT_FALSE(a.ctx->sq_stream());
     a.ctx->set_sq_stream_min_bytes(one_sq - 1);
     EXPECT_TRUE(a.ctx->sq_stream());
+}
+
+/* The default threshold: UROCE_SQ_STREAM=1 streams always, =0 never (the
+ * _sq_stream run of this test sets it), else four times the core's L2. */
+TEST_F(req, streaming_threshold_follows_the_environment) {
+    const char *e = std::getenv("UROCE_SQ_STREAM");
+    const std::string env = e ? e : "";
+    const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    const uint64_t by_cache = 4 * (l2 > 0 ? uint64_t(l2) : uint64_t(1) << 20);
+    EXPECT_EQ(device::sq_stream_default_min_bytes(), env == "1"   ? 0
+                                                     : env == "0" ? UINT64_MAX
+                                                                  : by_cache);
+    setup_pair();
+    EXPECT_EQ(a.ctx->sq_stream(), env == "1");
 }
