@@ -20,7 +20,7 @@ bpf_src=${3:?}
 pct=${PCT:-20}
 tmp=$(mktemp -d /tmp/uroce-ecn.XXXXXX)
 ns1=uecn1-$$ ns2=uecn2-$$
-spid= cpid=
+spid="" cpid=""
 cleanup() {
   [ -n "$cpid" ] && kill -9 "$cpid" 2>/dev/null
   [ -n "$spid" ] && kill -9 "$spid" 2>/dev/null
@@ -81,7 +81,7 @@ wait "$cpid"
 crc=$?
 wait "$spid"
 src=$?
-cpid= spid=
+cpid="" spid=""
 
 fail=0
 check() { # description, condition
@@ -110,6 +110,7 @@ check "the sender cut its rate" '[ "${cuts:-0}" -gt 0 ]'
 check "the rate fell below 1000 Mb/s (lowest: $min_rate)" '[ "${min_rate:-1000}" -lt 1000 ]'
 check "the rate recovered to 1000 Mb/s after the marking ($final_rate)" '[ "${final_rate:-0}" -eq 1000 ]'
 "$dump" --check -q "$tmp/srv.pcap" >"$tmp/check.out" 2>&1
+# shellcheck disable=SC2034 # read by check's eval
 drc=$?
 check "uroce-dump --check accepts the receiver's capture ($(tail -1 "$tmp/check.out"))" '[ $drc -eq 0 ]'
 "$dump" "$tmp/srv.pcap" >"$tmp/decoded" 2>&1

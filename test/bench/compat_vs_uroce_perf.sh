@@ -96,7 +96,7 @@ REPEAT=${REPEAT:-3}
 best() { # best max|min OLD NEW
     awk -v m=$1 -v a="$2" -v b="$3" 'BEGIN { if (a == "" || (m == "max" ? b + 0 > a + 0 : b + 0 < a + 0)) print b; else print a }'
 }
-bw_thread= bw_inline= bw_uroce= lat_inline= lat_thread= lat_uroce=
+bw_thread="" bw_inline="" bw_uroce="" lat_inline="" lat_thread="" lat_uroce=""
 for _ in $(seq $REPEAT); do
     compat thread ib_write_bw -s 65536 -D $BW_SECONDS
     bw_thread=$(best max "$bw_thread" "$(field 4)")

@@ -80,7 +80,7 @@ echo "uroce-perf --loopback ${timeout_args[*]}, one core both ends, per CPU-seco
 echo "CPU: $cpu ($(nproc) CPUs); load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%6s  %12s %7s  %12s %7s  %9s %11s  %12s %5s\n' QPs "SEND64 Mmsg/s" ratio "WRITE64K Gb/s" ratio \
   "RSS MiB" "KiB per QP" "mbuf waits" bad
-base_send= base_write= base_rss=
+base_send="" base_write="" base_rss=""
 fail=0
 for q in $qps; do
   rates() { for r in $(seq 1 "$rounds"); do cat "$tmp/rate.$1.$q.$r"; done 2>/dev/null; }
