@@ -13,7 +13,8 @@
 # mode, and thread mode) / uroce-perf send_lat 2 B (target <= 1.5), with
 # the CPU. Not a CI test: figures depend on the machine and its load.
 set -u
-build=$(cd "${1:-build}" && pwd)
+case "${1:-}" in -h | --help) sed -n '3,14p' "$0"; exit 0 ;; esac
+build=$(cd "${1:-build}" && pwd) || { echo "compat_vs_uroce_perf.sh: no build directory ${1:-build}" >&2; exit 2; }
 perf=$build/apps/uroce-perf/uroce-perf
 libdir=$build/compat
 for f in "$perf" "$libdir/libibverbs.so.1"; do
