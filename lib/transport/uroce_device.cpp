@@ -323,8 +323,8 @@ qp *device::add_qp(pd *p, const qp_init_attr &a, uint32_t qpn, verbs_error *err)
     ++q->scq->usecnt;
     ++q->rcq->usecnt;
     if (q->srq) ++q->srq->usecnt;
-    sq_bytes_ += uint64_t(q->sq_mask + 1) * sizeof(send_wqe);
-    sq_stream_ = sq_bytes_ > sq_stream_min_;
+    sq_bytes_ += sq_slot_bytes(q.get());
+    sq_stream_update();
     qps_owned_.push_back(std::move(q));
     if (err) *err = verbs_error::ok;
     return qps_owned_.back().get();
@@ -361,8 +361,8 @@ verbs_error device::destroy_qp(qp *q) {
     else
         qps_[q->qpn - qpn_base_] = nullptr;
     qp_counters_add(dead_qp_cnt_, q->cnt);
-    sq_bytes_ -= uint64_t(q->sq_mask + 1) * sizeof(send_wqe);
-    sq_stream_ = sq_bytes_ > sq_stream_min_;
+    sq_bytes_ -= sq_slot_bytes(q);
+    sq_stream_update();
     drop_events_of(q);
     --q->pd->usecnt;
     --q->scq->usecnt;

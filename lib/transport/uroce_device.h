@@ -132,7 +132,7 @@ class device {
     static uint64_t sq_stream_default_min_bytes();
     void set_sq_stream_min_bytes(uint64_t b) {
         sq_stream_min_ = b;
-        sq_stream_ = sq_bytes_ > sq_stream_min_;
+        sq_stream_update();
     }
     qp *lookup_qp(uint32_t qpn) const {
         uint32_t i = qpn - qpn_base_;
@@ -264,7 +264,8 @@ class device {
     uint16_t ip_id_ = 1;
     uint64_t sq_bytes_ = 0; /* every QP's send WQE slots (sq_stream) */
     uint64_t sq_stream_min_ = sq_stream_default_min_bytes();
-    bool sq_stream_ = false; /* sq_bytes_ > sq_stream_min_ */
+    bool sq_stream_ = false; /* sq_bytes_ > sq_stream_min_, kept for posting's one load */
+    void sq_stream_update() { sq_stream_ = sq_bytes_ > sq_stream_min_; }
     uint32_t next_pd_ = 1;
     icrc_check rx_icrc_;  /* the frame rx_one is on */
     icrc_check rx_ahead_; /* the next frame's, when it is deferred (rx_prepare) */

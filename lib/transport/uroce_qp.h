@@ -457,6 +457,10 @@ static inline uint32_t qp_psns_for(const qp *q, uint64_t len) {
     return len == 0 ? 1 : uint32_t((len + q->mtu - 1) >> __builtin_ctz(q->mtu));
 }
 
+/* What q's send WQE slots take (device::sq_stream sums them). */
+static inline uint64_t sq_slot_bytes(const qp *q) {
+    return uint64_t(q->sq_mask + 1) * sizeof(send_wqe);
+}
 static inline send_wqe &sq_at(qp *q, uint32_t idx) {
     return q->sq[idx & q->sq_mask];
 }

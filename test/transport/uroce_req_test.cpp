@@ -559,7 +559,7 @@ TEST_F(req, streamed_wqes_hold_what_was_posted) {
  * go: more than it streams, not more does not. */
 TEST_F(req, streaming_follows_the_send_queues_size) {
     setup_pair();
-    const uint64_t one_sq = uint64_t(a.qp->sq_mask + 1) * sizeof(send_wqe);
+    const uint64_t one_sq = sq_slot_bytes(a.qp);
     a.ctx->set_sq_stream_min_bytes(one_sq);
     b.ctx->set_sq_stream_min_bytes(one_sq);
     EXPECT_FALSE(a.ctx->sq_stream());
