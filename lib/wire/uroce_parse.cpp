@@ -69,11 +69,12 @@ struct byte_window {
     size_t total;
 
     /* ok when [off, off + n) is readable; else the caller's truncation error,
-     * or headers_split when the bytes exist but sit in a later segment. */
+     * or headers_split when the bytes exist but sit in a later segment.
+     * contiguous <= total, so the common case is one compare. */
     parse_error need(size_t off, size_t n, parse_error truncated) const {
-        if (off + n > total) return truncated;
-        if (off + n > contiguous) return parse_error::headers_split;
-        return parse_error::ok;
+        if (off + n <= contiguous) [[likely]]
+            return parse_error::ok;
+        return off + n > total ? truncated : parse_error::headers_split;
     }
 };
 
@@ -84,9 +85,14 @@ struct byte_window {
             return e_;                                                                             \
     } while (0)
 
+/* The stages are inlined into each entry point: as calls they passed the
+ * packet and the window through memory, a sixth of a 64 B SEND's parse
+ * (callgrind, doc/performance.md "Sixteenth pass"). */
+#define UROCE_PARSE_STAGE [[gnu::always_inline]] inline
+
 /* IPv4 (RFC 791) or IPv6 (RFC 8200) header at l3; sets l4_offset and ip_end. */
-parse_error parse_l3(const byte_window &w, size_t l3, uint8_t version, roce_packet &out,
-                     size_t &ip_end) {
+UROCE_PARSE_STAGE parse_error parse_l3(const byte_window &w, size_t l3, uint8_t version,
+                                       roce_packet &out, size_t &ip_end) {
     out.l3_offset = uint16_t(l3);
     out.ip_version = version;
     if (version == 4) {
@@ -121,7 +127,7 @@ parse_error parse_l3(const byte_window &w, size_t l3, uint8_t version, roce_pack
 }
 
 /* UDP, BTH, extension headers, pad and payload bounds. */
-parse_error parse_l4(const byte_window &w, size_t ip_end, roce_packet &out) {
+UROCE_PARSE_STAGE parse_error parse_l4(const byte_window &w, size_t ip_end, roce_packet &out) {
     size_t l4 = out.l4_offset;
     if (ip_end < l4 + sizeof(udp_hdr)) return parse_error::truncated_udp;
     UROCE_TRY(w.need(l4, sizeof(udp_hdr), parse_error::truncated_udp));
@@ -170,7 +176,7 @@ parse_error parse_l4(const byte_window &w, size_t ip_end, roce_packet &out) {
     return parse_error::ok;
 }
 
-parse_error parse_from_eth(const byte_window &w, roce_packet &out) {
+UROCE_PARSE_STAGE parse_error parse_from_eth(const byte_window &w, roce_packet &out) {
     out = roce_packet{};
     out.hdr = w.data;
     UROCE_TRY(w.need(0, sizeof(eth_hdr), parse_error::truncated_eth));
