@@ -299,6 +299,19 @@ struct req_pkt {
     bool icrc_due = false; /* its ICRC is left to tx_flush */
 };
 
+/* A UD datagram's frame: the AH's headers with the QP's own UDP source
+ * port. rxe sends a UD QP's datagrams (QP1's MADs too) from 0xC000 +
+ * hash_32(qpn, 14), whatever the AH (rxe_qp.c src_port; ud_udp_sport()).
+ * Out of line, so that the template's copy (80 bytes, zeroed first) is not
+ * in the frame of every RC packet's build_req_pkt. */
+[[gnu::noinline]] static rte_mbuf *build_ud_frame(qp *q, const send_wqe &w, const bth_fields &b,
+                                                  const ext_fields &x, const payload_src &src,
+                                                  uint32_t payload, bool *icrc_due) {
+    hdr_template t = w.ah->hdr;
+    reinterpret_cast<udp_hdr *>(t.bytes + t.l2_len + t.l3_len)->set_src_port(q->path.udp_sport);
+    return q->dev->build(t, b, x, &src, payload, icrc_due);
+}
+
 /* One request packet of WQE w: the one at byte offset off, with PSN psn.
  * Everything a packet carries comes from the WQE, so a first send, a
  * go-back-N resend and a probe build it the same way. ack_req is the
@@ -315,8 +328,6 @@ static build_status build_req_pkt(qp *q, const send_wqe &w, uint32_t psn, uint64
     uint32_t payload = 0;
     uint32_t npsn = 1;
     bool last_pkt = true;
-    const hdr_template *hdr = &q->hdr;
-    hdr_template ud_hdr;
     const wr_opcode_info &op = wr_opcode_lookup(w.opcode);
 
     if (q->type == qp_type::ud) {
@@ -328,13 +339,6 @@ static build_status build_req_pkt(qp *q, const send_wqe &w, uint32_t psn, uint64
         x.src_qp = q->qpn;
         x.imm_raw = w.imm_data;
         payload = uint32_t(w.length);
-        /* The AH's headers with the QP's own UDP source port: rxe sends a UD
-         * QP's datagrams (QP1's MADs too) from 0xC000 + hash_32(qpn, 14),
-         * whatever the AH (rxe_qp.c src_port; ud_udp_sport()). */
-        ud_hdr = w.ah->hdr;
-        reinterpret_cast<udp_hdr *>(ud_hdr.bytes + ud_hdr.l2_len + ud_hdr.l3_len)
-            ->set_src_port(q->path.udp_sport);
-        hdr = &ud_hdr;
         if (!local_range_ok(q, w, 0, payload)) return build_status::local_access;
     } else if (op.has(wr_flag::read)) {
         uint64_t rem = w.length - off;
@@ -381,7 +385,8 @@ static build_status build_req_pkt(qp *q, const send_wqe &w, uint32_t psn, uint64
     b.psn = psn;
     b.solicited = last_pkt && (w.flags & send_solicited);
     b.ack_req = q->type == qp_type::rc && (ack_req || last_pkt);
-    out.m = d->build(*hdr, b, x, &src, payload, &out.icrc_due);
+    out.m = q->type == qp_type::ud ? build_ud_frame(q, w, b, x, src, payload, &out.icrc_due)
+                                   : d->build(q->hdr, b, x, &src, payload, &out.icrc_due);
     if (!out.m) {
         ++d->cnt().tx_alloc_fail;
         return build_status::no_mbuf;
