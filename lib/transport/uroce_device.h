@@ -209,13 +209,14 @@ class device {
     void drop_events_of(const void *obj);
 
   private:
-    /* A frame parsed one step before rx_one takes it (rx_burst), so that
-     * its ICRC check can begin while the frame before it is placed. */
+    /* A frame parsed a few steps before rx_one takes it (rx_burst): its
+     * QP's state is loaded from the parse, and one step before, its ICRC
+     * check begins while the frame before it is placed (rx_prepare). */
     struct rx_frame {
         roce_packet p;
         parse_error err = parse_error::ok;
     };
-    void rx_prepare(const rte_mbuf *m, rx_frame &f);
+    void rx_prepare(const rte_mbuf *m, const rx_frame &f);
     void rx_one(rte_mbuf *m, const rx_frame &f);
     qp *add_qp(pd *p, const qp_init_attr &a, uint32_t qpn, verbs_error *err);
     unsigned run_scheduled();

@@ -50,11 +50,10 @@ static inline bool addr_matches(const qp *q, const roce_packet &p, const gid &ds
     return src == q->path.dgid && dst == q->path.sgid;
 }
 
-/* Parses frame m and, if its ICRC check is deferred, begins it in
+/* If the ICRC check of frame m (parsed in f) is deferred, begins it in
  * rx_ahead_, where the placement of the frame before it folds its payload
  * (rx_place). Nothing is decided here: rx_one counts and checks it all. */
-void device::rx_prepare(const rte_mbuf *m, rx_frame &f) {
-    f.err = parse_mbuf(m, f.p);
+void device::rx_prepare(const rte_mbuf *m, const rx_frame &f) {
     rx_ahead_.pending = false;
     if (f.err == parse_error::ok && pkt_icrc_defers(f.p, m)) pkt_icrc_begin(f.p, rx_ahead_);
 }
@@ -146,38 +145,10 @@ void device::rx_one(rte_mbuf *m, const rx_frame &f) {
     assert(!rx_icrc_.pending);
 }
 
-/* The destination QPN and opcode of a frame, read before the frame is
- * parsed, only to prefetch that QP's state: a frame that is not what it
- * seems costs a wasted prefetch, never a wrong answer (rx_one parses and
- * checks it all). */
-static inline bool peek_bth(const rte_mbuf *m, uint32_t &qpn, uint8_t &opcode) {
-    const uint8_t *frame = rte_pktmbuf_mtod(m, const uint8_t *);
-    const size_t len = m->data_len;
-    size_t off = sizeof(eth_hdr);
-    if (len < off + sizeof(vlan_hdr)) return false;
-    uint16_t type = reinterpret_cast<const eth_hdr *>(frame)->ether_type();
-    if (type == ether_type_vlan) {
-        type = reinterpret_cast<const vlan_hdr *>(frame + off)->ether_type();
-        off += sizeof(vlan_hdr);
-    }
-    if (type == ether_type_ipv4 && len >= off + sizeof(ipv4_hdr))
-        off += reinterpret_cast<const ipv4_hdr *>(frame + off)->header_length();
-    else if (type == ether_type_ipv6)
-        off += sizeof(ipv6_hdr);
-    else
-        return false;
-    off += sizeof(udp_hdr);
-    if (len < off + sizeof(bth)) return false;
-    const struct bth *b = reinterpret_cast<const struct bth *>(frame + off);
-    qpn = b->dest_qp();
-    opcode = b->opcode;
-    return true;
-}
-
-/* How many frames ahead rx_burst starts loading a frame's QP (stage 1),
- * then, once those lines are in, the queue entry the frame will read
- * (stage 2), and one frame ahead a SEND's receive buffer (stage 3): far
- * enough for the lines to arrive before rx_one needs them, near enough
+/* How many frames ahead rx_burst parses a frame and starts loading its QP
+ * (stage 1), then, once those lines are in, the queue entry the frame will
+ * read (stage 2), and one frame ahead a SEND's receive buffer (stage 3):
+ * far enough for the lines to arrive before rx_one needs them, near enough
  * that they are still in L1 then. */
 inline constexpr uint16_t rx_qp_prefetch_ahead = 4;
 inline constexpr uint16_t rx_wqe_prefetch_ahead = 2;
@@ -197,9 +168,12 @@ static inline void prefetch_frame(const rte_mbuf *m) {
 void device::rx_burst(rte_mbuf **pkts, uint16_t n) {
     /* With thousands of QPs every frame's QP is cold (a cache miss per line
      * it reads, which dominated rx_one at 4096 QPs), and so is the WQE it
-     * completes or fills: frame i + 4's QP and frame i + 2's WQE load while
-     * frame i is processed. The frames' own headers are prefetched one step
-     * further ahead, so the peek finds them loaded. */
+     * completes or fills: frame i + 4 is parsed and its QP loads, and frame
+     * i + 2's WQE, while frame i is processed. The frames' own headers are
+     * prefetched one step further ahead, so the parse finds them loaded.
+     * Each frame is parsed once, there: a peek at its BTH for the QP, then
+     * the parse one step before rx_one, read its headers twice (a sixth of
+     * rx_burst's own instructions, doc/performance.md "Sixteenth pass"). */
     struct lookahead {
         const qp *q;           /* null: not a frame for one of our QPs, it seems */
         bool takes_recv_wqe;   /* SEND FIRST/ONLY: the next receive WQE */
@@ -210,17 +184,18 @@ void device::rx_burst(rte_mbuf **pkts, uint16_t n) {
     constexpr uint16_t window = 8; /* > rx_qp_prefetch_ahead, a power of 2 */
     static_assert(window > rx_qp_prefetch_ahead && (window & (window - 1)) == 0);
     lookahead ahead[window];
+    rx_frame frames[window];
     const qp *run_qp = nullptr;
     uint32_t run = 0, run_sends = 0;
     auto stage1 = [&](uint16_t j) {
         lookahead &a = ahead[j & (window - 1)];
         a = {nullptr, false, false, run, run_sends};
-        uint32_t qpn;
-        uint8_t opcode;
-        if (!peek_bth(pkts[j], qpn, opcode)) return;
-        const qp *q = lookup_qp(qpn);
+        rx_frame &f = frames[j & (window - 1)];
+        f.err = parse_mbuf(pkts[j], f.p);
+        if (f.err != parse_error::ok) return;
+        const qp *q = lookup_qp(f.p.dest_qp());
         if (!q) return;
-        const opcode_info &info = opcode_lookup(opcode);
+        const opcode_info &info = *f.p.info;
         if (q != run_qp) { /* a run of frames for one QP loads it once */
             qp_prefetch(q);
             run_qp = q;
@@ -260,11 +235,10 @@ void device::rx_burst(rte_mbuf **pkts, uint16_t n) {
     for (uint16_t i = 0; i < n && i < rx_wqe_prefetch_ahead; ++i)
         stage2(i, 0);
     if (n) stage3(0, 0);
-    /* Each frame is parsed, and its deferred ICRC check begun, one step
-     * before rx_one takes it: the frame before it then folds its payload
-     * into that check while it places its own (rx_place), one pass where
-     * the CRC's multiplies leave the loads and stores idle. */
-    rx_frame frames[2];
+    /* Each frame's deferred ICRC check is begun one step before rx_one
+     * takes it: the frame before it then folds its payload into that check
+     * while it places its own (rx_place), one pass where the CRC's
+     * multiplies leave the loads and stores idle. */
     if (n) rx_prepare(pkts[0], frames[0]);
     for (uint16_t i = 0; i < n; ++i) {
         if (i + rx_qp_prefetch_ahead + 1 < n) prefetch_frame(pkts[i + rx_qp_prefetch_ahead + 1]);
@@ -273,10 +247,10 @@ void device::rx_burst(rte_mbuf **pkts, uint16_t n) {
         if (i + 1 < n) stage3(uint16_t(i + 1), i);
         rx_icrc_ = rx_ahead_;
         if (i + 1 < n)
-            rx_prepare(pkts[i + 1], frames[(i + 1) & 1]);
+            rx_prepare(pkts[i + 1], frames[(i + 1) & (window - 1)]);
         else
             rx_ahead_.pending = false;
-        rx_one(pkts[i], frames[i & 1]);
+        rx_one(pkts[i], frames[i & (window - 1)]);
     }
     rte_pktmbuf_free_bulk(pkts, n);
     /* The responder's output (one coalesced ACK or NAK per QP, READ and
