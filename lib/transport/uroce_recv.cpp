@@ -181,10 +181,10 @@ void device::rx_burst(rte_mbuf **pkts, uint16_t n) {
         uint32_t run;          /* which run of frames for one QP it is in */
         uint32_t sends_before; /* frames of its run before it that take a receive WQE */
     };
-    constexpr uint16_t window = 8; /* > rx_qp_prefetch_ahead, a power of 2 */
+    constexpr uint16_t window = rx_window;
     static_assert(window > rx_qp_prefetch_ahead && (window & (window - 1)) == 0);
     lookahead ahead[window];
-    rx_frame frames[window];
+    rx_frame *const frames = rx_frames_;
     const qp *run_qp = nullptr;
     uint32_t run = 0, run_sends = 0;
     auto stage1 = [&](uint16_t j) {
