@@ -172,7 +172,22 @@ void endpoint::adopt_qp(qp *q) {
     owns_qps_ = false; /* their cm_ids destroy them */
     qps_.push_back(q);
     psn_.push_back(uint32_t(lrand48() & 0xffffff)); /* printed only: rdma_cm chose the PSNs */
-    recv_posted_.assign(qps_.size(), 0);
+    prepare_receives();
+}
+
+void endpoint::prepare_receives() {
+    const size_t n = qps_.size();
+    recv_posted_.assign(n, 0);
+    recv_sges_.resize(n);
+    recv_wrs_.resize(n);
+    for (size_t i = 0; i < n; i++) {
+        recv_sges_[i] = sge{uint64_t(uintptr_t(buf(i))), uint32_t(half()), mr_lkey(mr_)};
+        recv_wr &wr = recv_wrs_[i];
+        wr = recv_wr{};
+        wr.wr_id = recv_tag | i;
+        wr.sg_list = &recv_sges_[i];
+        wr.num_sge = 1;
+    }
 }
 
 std::string endpoint::create() {
@@ -193,7 +208,7 @@ std::string endpoint::create() {
             return std::string("modify QP to INIT: ") + verbs_error_str(e);
         psn_.push_back(uint32_t(lrand48() & 0xffffff));
     }
-    recv_posted_.assign(qps_.size(), 0);
+    prepare_receives();
     return {};
 }
 
@@ -279,14 +294,9 @@ std::string endpoint::post_receives() {
 }
 
 std::string endpoint::post_receives(size_t i) {
-    sge s{uint64_t(uintptr_t(buf(i))), uint32_t(half()), mr_lkey(mr_)};
-    recv_wr wr;
-    wr.wr_id = recv_tag | i;
-    wr.sg_list = &s;
-    wr.num_sge = 1;
     recv_wr *bad;
     while (recv_posted_[i] < p_.rx_depth) {
-        if (verbs_error e = post_recv(qps_[i], &wr, &bad); e != verbs_error::ok)
+        if (verbs_error e = post_recv(qps_[i], &recv_wrs_[i], &bad); e != verbs_error::ok)
             return std::string("post_recv: ") + verbs_error_str(e);
         recv_posted_[i]++;
     }

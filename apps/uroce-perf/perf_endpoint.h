@@ -222,6 +222,11 @@ class endpoint {
     std::vector<uint32_t> psn_;
     std::vector<oob::perftest::key> remote_;
     std::vector<uint32_t> recv_posted_;
+    /* Each QP's receive WR and its SGE, built once as perftest's rwr[] is:
+     * a repost is one post_recv of it (prepare_receives). */
+    std::vector<sge> recv_sges_;
+    std::vector<recv_wr> recv_wrs_;
+    void prepare_receives();
     std::vector<ah *> ahs_;     /* UD: one address handle per QP, as perftest */
     uint64_t lat_answered_ = 0; /* lat_respond: answers sent at this size */
 
