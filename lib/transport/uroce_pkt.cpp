@@ -134,11 +134,12 @@ static inline void gather_payload(uint8_t *dst, const payload_src *src, uint32_t
  * refcnt 1, one segment, no next and its pool, buf_addr and buf_len (its
  * contract in rte_mbuf.h), and for a pool without pinned external buffers
  * the buffer follows the mbuf and its private area (rte_mbuf_buf_addr), all
- * of it known from the pool's header, which is hot. */
+ * of it known from the pool's geometry. */
 template <class TakeRaw>
-static inline rte_mbuf *tx_mbuf_alloc(rte_mempool *pool, uint32_t frame_len, uint64_t tx_offload,
-                                      uint8_t **data, TakeRaw &&take_raw) {
-    if (rte_pktmbuf_priv_flags(pool) & RTE_PKTMBUF_POOL_F_PINNED_EXT_BUF) [[unlikely]] {
+static inline rte_mbuf *tx_mbuf_alloc(rte_mempool *pool, const tx_pool_geometry &geo,
+                                      uint32_t frame_len, uint64_t tx_offload, uint8_t **data,
+                                      TakeRaw &&take_raw) {
+    if (geo.pinned) [[unlikely]] {
         rte_mbuf *m = rte_pktmbuf_alloc(pool);
         if (!m) return nullptr;
         if (rte_pktmbuf_tailroom(m) < frame_len) {
@@ -151,8 +152,7 @@ static inline rte_mbuf *tx_mbuf_alloc(rte_mempool *pool, uint32_t frame_len, uin
         *data = rte_pktmbuf_mtod(m, uint8_t *);
         return m;
     }
-    if (uint32_t(RTE_PKTMBUF_HEADROOM) + frame_len > rte_pktmbuf_data_room_size(pool))
-        return nullptr;
+    if (uint32_t(RTE_PKTMBUF_HEADROOM) + frame_len > geo.data_room) return nullptr;
     rte_mbuf *m = take_raw();
     if (!m) return nullptr;
     m->data_off = RTE_PKTMBUF_HEADROOM;
@@ -164,12 +164,23 @@ static inline rte_mbuf *tx_mbuf_alloc(rte_mempool *pool, uint32_t frame_len, uin
     m->vlan_tci = 0;
     m->vlan_tci_outer = 0;
     m->tx_offload = tx_offload;
-    *data = reinterpret_cast<uint8_t *>(rte_mbuf_buf_addr(m, pool)) + RTE_PKTMBUF_HEADROOM;
+    *data = reinterpret_cast<uint8_t *>(m) + geo.data_off;
     return m;
 }
 
+tx_pool_geometry tx_pool_geometry::of(rte_mempool *pool) {
+    tx_pool_geometry g;
+    if (!pool) return g;
+    g.pinned = (rte_pktmbuf_priv_flags(pool) & RTE_PKTMBUF_POOL_F_PINNED_EXT_BUF) != 0;
+    g.data_room = rte_pktmbuf_data_room_size(pool);
+    /* rte_mbuf_buf_addr's offset, then the headroom */
+    g.data_off = uint32_t(sizeof(rte_mbuf)) + rte_pktmbuf_priv_size(pool) + RTE_PKTMBUF_HEADROOM;
+    return g;
+}
+
 tx_mbuf_stash::tx_mbuf_stash(rte_mempool *pool)
-    : pool_(pool), batch_(uint16_t(pool ? std::clamp(pool->size / 256u, 1u, unsigned(size)) : 1)) {}
+    : pool_(pool), geo_(tx_pool_geometry::of(pool)),
+      batch_(uint16_t(pool ? std::clamp(pool->size / 256u, 1u, unsigned(size)) : 1)) {}
 
 tx_mbuf_stash::~tx_mbuf_stash() {
     if (end_ > next_)
@@ -178,8 +189,8 @@ tx_mbuf_stash::~tx_mbuf_stash() {
 
 /* The lines pkt_build stores to first: the mbuf's header and the start of
  * its data room (the headers, and a small frame's payload). */
-static inline void prefetch_for_build(rte_mbuf *m, rte_mempool *pool) {
-    const char *data = rte_mbuf_buf_addr(m, pool) + RTE_PKTMBUF_HEADROOM;
+static inline void prefetch_for_build(rte_mbuf *m, const tx_pool_geometry &geo) {
+    const char *data = reinterpret_cast<const char *>(m) + geo.data_off;
     __builtin_prefetch(m, 1, 3);
     __builtin_prefetch(data, 1, 3);
     __builtin_prefetch(data + RTE_CACHE_LINE_SIZE, 1, 3);
@@ -201,23 +212,23 @@ bool tx_mbuf_stash::refill() {
 inline rte_mbuf *tx_mbuf_stash::take() {
     if (next_ == end_ && !refill()) return nullptr;
     rte_mbuf *m = m_[next_++];
-    if (next_ < end_) prefetch_for_build(m_[next_], pool_);
+    if (next_ < end_) prefetch_for_build(m_[next_], geo_);
     return m;
 }
 
 template <class TakeRaw>
-static inline rte_mbuf *build_frame(rte_mempool *pool, TakeRaw &&take_raw, const hdr_template &t,
-                                    const bth_fields &b, const ext_fields &x,
-                                    const payload_src *src, uint32_t payload_len, uint16_t ip_id,
-                                    bool *icrc_due) {
+static inline rte_mbuf *build_frame(rte_mempool *pool, const tx_pool_geometry &geo,
+                                    TakeRaw &&take_raw, const hdr_template &t, const bth_fields &b,
+                                    const ext_fields &x, const payload_src *src,
+                                    uint32_t payload_len, uint16_t ip_id, bool *icrc_due) {
     const opcode_info &info = opcode_lookup(b.opcode);
     uint32_t hdr_len = t.len + uint32_t(sizeof(bth)) + info.ext_len;
     uint8_t pad = pad_for(payload_len);
     uint32_t frame_len = hdr_len + payload_len + pad + uint32_t(icrc_len);
     uint8_t *f;
     rte_mbuf *m = tx_mbuf_alloc(
-        pool, frame_len, rte_mbuf_tx_offload(t.l2_len, t.l3_len, sizeof(udp_hdr), 0, 0, 0, 0), &f,
-        take_raw);
+        pool, geo, frame_len, rte_mbuf_tx_offload(t.l2_len, t.l3_len, sizeof(udp_hdr), 0, 0, 0, 0),
+        &f, take_raw);
     if (!m) return nullptr;
     if (icrc_due) *icrc_due = false;
     copy_template(f, t);
@@ -326,16 +337,16 @@ rte_mbuf *pkt_build(rte_mempool *pool, const hdr_template &t, const bth_fields &
                     const ext_fields &x, const payload_src *src, uint32_t payload_len,
                     uint16_t ip_id, bool *icrc_due) {
     return build_frame(
-        pool, [pool] { return rte_mbuf_raw_alloc(pool); }, t, b, x, src, payload_len, ip_id,
-        icrc_due);
+        pool, tx_pool_geometry::of(pool), [pool] { return rte_mbuf_raw_alloc(pool); }, t, b, x, src,
+        payload_len, ip_id, icrc_due);
 }
 
 rte_mbuf *pkt_build(tx_mbuf_stash &stash, const hdr_template &t, const bth_fields &b,
                     const ext_fields &x, const payload_src *src, uint32_t payload_len,
                     uint16_t ip_id, bool *icrc_due) {
     return build_frame(
-        stash.pool(), [&stash] { return stash.take(); }, t, b, x, src, payload_len, ip_id,
-        icrc_due);
+        stash.pool(), stash.geometry(), [&stash] { return stash.take(); }, t, b, x, src,
+        payload_len, ip_id, icrc_due);
 }
 
 void pkt_icrc_fill(rte_mbuf *m) {

@@ -81,6 +81,16 @@ struct payload_src {
     const uint8_t *flat = nullptr;
 };
 
+/* What building a frame needs to know of an mbuf pool, read from the
+ * pool's private area (rte_pktmbuf_pool_private, which sits after the
+ * per-lcore caches, a dependent load from the pool's header per read). */
+struct tx_pool_geometry {
+    bool pinned = false;    /* pinned external buffers (pkt_build allocates those whole) */
+    uint16_t data_room = 0; /* rte_pktmbuf_data_room_size */
+    uint32_t data_off = 0;  /* the first data byte after the mbuf: its private area, headroom */
+    static tx_pool_geometry of(rte_mempool *pool);
+};
+
 /* The mbufs a device builds its frames in, taken from the pool eight at a
  * time. One rte_mbuf_raw_alloc per frame paid for the lcore's cache lookup
  * (a thread-local read through __tls_get_addr from this shared library)
@@ -102,6 +112,7 @@ class tx_mbuf_stash {
     tx_mbuf_stash(const tx_mbuf_stash &) = delete;
     tx_mbuf_stash &operator=(const tx_mbuf_stash &) = delete;
     rte_mempool *pool() const { return pool_; }
+    const tx_pool_geometry &geometry() const { return geo_; }
     /* An mbuf as rte_mbuf_raw_alloc returns it, or nullptr when the pool is
      * empty (uroce_pkt.cpp). Never asked of a pool of pinned external
      * buffers: pkt_build takes those through rte_pktmbuf_alloc. */
@@ -110,7 +121,8 @@ class tx_mbuf_stash {
   private:
     bool refill();
     rte_mempool *pool_;
-    uint16_t batch_; /* mbufs per refill */
+    tx_pool_geometry geo_; /* the pool's, read once */
+    uint16_t batch_;       /* mbufs per refill */
     uint16_t next_ = 0, end_ = 0;
     rte_mbuf *m_[size];
 };
