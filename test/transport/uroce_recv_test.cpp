@@ -193,6 +193,89 @@ TEST_F(recv, place_while_checking_the_next_frame) {
         EXPECT_TRUE(untouched(i)) << i;
 }
 
+/* rx_burst parses each frame four frames ahead of its processing, into a
+ * ring of eight: in one burst of fourteen, frames that fail the parse, name
+ * no QP, carry a bad ICRC or a foreign P_Key sit among good WRITEs (short
+ * and one MTU long, the long ones' ICRC deferred), across the ring's wrap.
+ * Each is counted as it is alone, nothing of a bad frame lands, and every
+ * good WRITE does, in PSN order. */
+TEST_F(recv, a_long_burst_mixes_bad_frames_with_good_ones) {
+    setup_pair();
+    constexpr uint32_t slot = 1024;
+    constexpr int good = 8;
+    std::vector<uint8_t> dst((good + 1) * slot, 0); /* the last slot: the bad ICRC's */
+    mr *md = reg(b, dst.data(), dst.size());
+    const uint32_t psn0 = b.qp->resp.psn;
+    auto len_of = [](int i) { return i % 2 ? slot : uint32_t(40 + 8 * i); };
+    auto good_write = [&](int i) {
+        return write_only(a.qp, b.qp, psn_add(psn0, uint32_t(i)), dst.data() + i * slot, md,
+                          len_of(i), uint8_t(31 * (i + 1)));
+    };
+    auto truncated = [] {
+        rte_mbuf *m = rte_pktmbuf_alloc(test_pool());
+        std::memset(rte_pktmbuf_append(m, 30), 0, 30);
+        return m;
+    };
+    std::vector<rte_mbuf *> burst;
+    burst.push_back(good_write(0));
+    burst.push_back(truncated());
+    burst.push_back(good_write(1));
+    rte_mbuf *no_qp = good_write(2); /* the same frame, to a QPN nobody has */
+    {
+        roce_packet p;
+        ASSERT_EQ(parse_mbuf(no_qp, p), parse_error::ok);
+        const_cast<bth *>(p.bth())->set_dest_qp(0x999);
+        icrc_write_wire(rte_pktmbuf_mtod(no_qp, uint8_t *) + p.icrc_offset,
+                        icrc_compute(p.hdr + p.l3_offset, p.icrc_offset - p.l3_offset));
+    }
+    burst.push_back(no_qp);
+    burst.push_back(good_write(2));
+    rte_mbuf *bad_icrc = write_only(a.qp, b.qp, psn_add(psn0, 3), dst.data() + good * slot, md,
+                                    slot, 0x77); /* deferred check, fails */
+    rte_pktmbuf_mtod(bad_icrc, uint8_t *)[bad_icrc->pkt_len - 100] ^= 0x01;
+    burst.push_back(bad_icrc);
+    burst.push_back(good_write(3));
+    {
+        bth_fields bf;
+        bf.opcode = to_u8(ib_opcode::rc_rdma_write_only);
+        bf.psn = psn_add(psn0, 4);
+        bf.dest_qp = qp_num(b.qp);
+        bf.pkey = 0x1234;
+        ext_fields x;
+        x.va = reinterpret_cast<uint64_t>(dst.data() + good * slot);
+        x.rkey = mr_rkey(md);
+        x.dma_length = 8;
+        static const uint8_t eight[8] = {9, 9, 9, 9, 9, 9, 9, 9};
+        payload_src src;
+        src.flat = eight;
+        burst.push_back(pkt_build(test_pool(), a.qp->hdr, bf, x, &src, 8, 1));
+    }
+    burst.push_back(good_write(4));
+    burst.push_back(truncated());
+    burst.push_back(good_write(5));
+    burst.push_back(good_write(6));
+    burst.push_back(truncated());
+    burst.push_back(good_write(7));
+    ASSERT_EQ(burst.size(), 14u);
+
+    const auto &dc = b.ctx->counters();
+    b.ctx->rx_burst(burst.data(), uint16_t(burst.size()));
+    EXPECT_EQ(dc.rx_pkts, 14u);
+    EXPECT_EQ(dc.rx_parse_errors, 3u);
+    EXPECT_EQ(dc.rx_no_qp, 1u);
+    EXPECT_EQ(dc.rx_icrc_errors, 1u);
+    EXPECT_EQ(dc.rx_bad_pkey, 1u);
+    EXPECT_EQ(b.qp->cnt.rx_pkts, uint64_t(good));
+    EXPECT_EQ(b.qp->cnt.out_of_seq, 0u);
+    EXPECT_EQ(b.qp->resp.psn, psn_add(psn0, good));
+    for (int i = 0; i < good; i++)
+        for (uint32_t k = 0; k < slot; k++)
+            ASSERT_EQ(dst[i * slot + k], k < len_of(i) ? uint8_t(31 * (i + 1) + k) : 0)
+                << "WRITE " << i << " byte " << k;
+    for (uint32_t k = 0; k < slot; k++)
+        ASSERT_EQ(dst[good * slot + k], 0) << "the bad frames' slot, byte " << k;
+}
+
 /* A frame placed in two pieces (a SEND into a receive WQE of two SGEs)
  * folds the next frame's check twice; that frame is counted once. In
  * [WRITE, SEND, WRITE] the SEND is folded while the first WRITE is placed,
