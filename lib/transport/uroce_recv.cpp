@@ -172,8 +172,9 @@ void device::rx_burst(rte_mbuf **pkts, uint16_t n) {
      * i + 2's WQE, while frame i is processed. The frames' own headers are
      * prefetched one step further ahead, so the parse finds them loaded.
      * Each frame is parsed once, there: a peek at its BTH for the QP, then
-     * the parse one step before rx_one, read its headers twice (a sixth of
-     * rx_burst's own instructions, doc/performance.md "Sixteenth pass"). */
+     * the parse one step before rx_one, read its headers twice (14 of
+     * rx_burst's own 212 instructions a 64 B SEND, doc/performance.md
+     * "Sixteenth pass"). */
     struct lookahead {
         const qp *q;           /* null: not a frame for one of our QPs, it seems */
         bool takes_recv_wqe;   /* SEND FIRST/ONLY: the next receive WQE */
