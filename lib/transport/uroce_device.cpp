@@ -63,12 +63,6 @@ device::~device() {
     if (tx_n_) rte_pktmbuf_free_bulk(tx_q_, tx_n_); /* the port took no more */
 }
 
-bool device::has_gid(const gid &g) const {
-    for (unsigned i = 0; i < cfg_.num_gids; ++i)
-        if (cfg_.gids[i] == g) return true;
-    return false;
-}
-
 qp_counters device::qp_totals() const {
     qp_counters t = dead_qp_cnt_;
     for (const auto &q : qps_owned_)

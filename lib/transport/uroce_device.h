@@ -141,7 +141,13 @@ class device {
         /* QP1 lies below the table (first_qpn >= 2): only a miss pays for it. */
         return qpn == gsi_qp_num ? gsi_ : nullptr;
     }
-    bool has_gid(const gid &g) const;
+    /* inline: every received frame asks (rx_one), and as a call its GID
+     * went through memory */
+    bool has_gid(const gid &g) const {
+        for (unsigned i = 0; i < cfg_.num_gids; ++i)
+            if (cfg_.gids[i] == g) return true;
+        return false;
+    }
     /* The ICRC check of the frame being received (uroce_recv.cpp); deferred
      * into the payload copy for some frames (doc/security.md, "Fused
      * receive"). */
