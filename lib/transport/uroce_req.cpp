@@ -79,12 +79,13 @@ template <bool Stream>
 static inline void write_wqe(qp *q, const send_wr *wr, uint64_t len, send_wqe &slot) {
     alignas(send_wqe) unsigned char built[sizeof(send_wqe)];
     send_wqe &w = Stream ? *new (built) send_wqe : slot;
+    const wr_opcode_info &op = wr_opcode_lookup(wr->opcode);
     w.wr_id = wr->wr_id;
     w.opcode = wr->opcode;
     const bool carries_inline = (wr->send_flags & send_inline) && len > 0;
     w.flags = uint8_t((wr->send_flags & (send_fence | send_signaled | send_solicited)) |
                       (q->sq_sig_all ? send_signaled : 0u) | (carries_inline ? send_inline : 0u));
-    if (wr_opcode_lookup(wr->opcode).has(wr_flag::has_inv))
+    if (op.has(wr_flag::has_inv))
         w.invalidate_rkey = wr->invalidate_rkey;
     else
         w.imm_data = wr->imm_data;
@@ -92,7 +93,7 @@ static inline void write_wqe(qp *q, const send_wr *wr, uint64_t len, send_wqe &s
     w.state = wqe_state::posted;
     w.status = wc_status::success;
     w.rd_counted = false;
-    if (wr_opcode_lookup(wr->opcode).has(wr_flag::atomic)) {
+    if (op.has(wr_flag::atomic)) {
         w.remote_addr = wr->wr.atomic.remote_addr;
         w.rkey = wr->wr.atomic.rkey;
         sq_atomic_at(q, slot) = {load_own_width(wr->wr.atomic.compare_add),
