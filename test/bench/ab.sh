@@ -47,7 +47,7 @@ copy() {
   cp "$build/apps/uroce-perf/uroce-perf" "$dir/" 2>/dev/null ||
     { echo "ab.sh: no $build/apps/uroce-perf/uroce-perf" >&2; exit 2; }
   for lib in "$build"/liburoce.so.[0-9]*; do
-    case "$lib" in *.p) continue ;; esac
+    [ -f "$lib" ] || continue # not meson's liburoce.so.N.p/ object directories
     cp -L "$lib" "$dir/"
   done
 }
