@@ -385,7 +385,8 @@ void stack::print_counters(FILE *f) const {
         for (size_t c = 0; c < size_t(frame_class::count); c++)
             std::fprintf(f, " rx_%s %lu", frame_class_name(frame_class(c)),
                          (unsigned long)ec.rx_by_class[c]);
-        std::fprintf(f, "\n");
+        std::fprintf(f, " polls %lu idle %lu\n", (unsigned long)ec.polls,
+                     (unsigned long)ec.idle_polls);
         const device *c = ctx(s);
         dump("device", device_counters(c), dev_counter_table, std::size(dev_counter_table));
         for_each_qp(c, [&](const qp *q) {

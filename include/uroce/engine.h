@@ -96,7 +96,7 @@ struct engine_counters {
     uint64_t tx_bytes = 0;
     uint64_t tx_port_full = 0; /* neighbour replies the port did not take (freed) */
     uint64_t polls = 0;
-    uint64_t idle_polls = 0; /* polls that received and sent nothing */
+    uint64_t idle_polls = 0; /* polls with no frame received or sent since the one before */
 };
 
 /* Something more the loop drives, after the neighbours and before the
@@ -162,7 +162,10 @@ class UROCE_API engine final : public netdev {
     device *dev_ = nullptr;
     neigh *neigh_ = nullptr;
     engine_counters cnt_;
-    uint64_t sent_since_poll_ = 0;
+    /* Since the last poll(): frames sent, and frames received (for
+     * idle_polls); two halves of one word, the size the field always had. */
+    uint32_t sent_since_poll_ = 0;
+    uint32_t rx_since_poll_ = 0;
     engine_poller *pollers_[max_pollers] = {};
     unsigned n_pollers_ = 0;
 };

@@ -37,6 +37,7 @@ uint64_t engine::now_ns() const {
 void engine::rx_burst(rte_mbuf **pkts, uint16_t n) {
     if (n == 0) return;
     cnt_.rx_frames += n;
+    rx_since_poll_ += n;
     if (capture_) capture_->write_burst(pkts, n);
     rte_mbuf *roce[burst], *nb[burst], *drop[burst];
     while (n > 0) {
@@ -89,8 +90,9 @@ unsigned engine::poll() {
     for (unsigned i = 0; i < n_pollers_; i++)
         pollers_[i]->poll(now);
     if (dev_) dev_->poll(now);
-    unsigned sent = unsigned(sent_since_poll_);
-    sent_since_poll_ = 0;
+    const unsigned sent = sent_since_poll_;
+    if (sent == 0 && rx_since_poll_ == 0) cnt_.idle_polls++;
+    sent_since_poll_ = rx_since_poll_ = 0;
     return sent;
 }
 

@@ -149,6 +149,33 @@ TEST(engine_poll, reads_the_clock_once_for_pollers_and_device) {
     close_device(ctx);
 }
 
+rte_mbuf *numbered_frame(uint8_t id, uint16_t len, bool chained);
+
+/* polls counts every poll; idle_polls those with no frame received or sent
+ * since the poll before, so polls - idle_polls is the loop's useful turns. */
+TEST(engine_poll, counts_idle_polls) {
+    freeing_port port;
+    port.room = 1;
+    engine eng(port);
+    eng.poll();
+    eng.poll();
+    EXPECT_EQ(eng.counters().polls, 2u);
+    EXPECT_EQ(eng.counters().idle_polls, 2u);
+    rte_mbuf *in = numbered_frame(1, 64, false); /* not IP: counted and freed */
+    eng.rx_burst(&in, 1);
+    EXPECT_EQ(eng.poll(), 0u);
+    EXPECT_EQ(eng.counters().idle_polls, 2u) << "a frame came in";
+    eng.poll();
+    EXPECT_EQ(eng.counters().idle_polls, 3u);
+    rte_mbuf *out = numbered_frame(2, 64, false);
+    EXPECT_EQ(eng.tx_burst(&out, 1), 1u);
+    EXPECT_EQ(eng.poll(), 1u);
+    EXPECT_EQ(eng.counters().idle_polls, 3u) << "a frame went out";
+    eng.poll();
+    EXPECT_EQ(eng.counters().polls, 6u);
+    EXPECT_EQ(eng.counters().idle_polls, 4u);
+}
+
 /* A frame of `len` bytes whose first byte says which it is; two segments
  * when `chained`, so that a PMD freeing segment by segment is covered. */
 rte_mbuf *numbered_frame(uint8_t id, uint16_t len, bool chained) {
