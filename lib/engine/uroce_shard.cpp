@@ -37,7 +37,7 @@ std::unique_ptr<shard_group> shard_group::create(const std::string &name, unsign
 
 shard_group::~shard_group() {
     for (rte_ring *r : inboxes_) {
-        void *m;
+        void *m = nullptr; /* set by every dequeue that returns 0; GCC cannot always tell */
         while (rte_ring_dequeue(r, &m) == 0)
             rte_pktmbuf_free(static_cast<rte_mbuf *>(m));
         rte_ring_free(r);
