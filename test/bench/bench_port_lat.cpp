@@ -26,7 +26,6 @@
 #include <rte_mbuf.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -46,8 +45,8 @@ struct options {
     bool client = false;
     uint64_t iters = 20000;
     uint64_t warmup = 2000; /* round trips before the samples: the first pass over the rings */
-    uint16_t frame_len =
-        62; /* a 2 B RoCEv2 SEND over IPv4: 14 + 20 + 8 + 12 + 4 (payload, pad) + 4 */
+    /* a 2 B RoCEv2 SEND over IPv4: 14 + 20 + 8 + 12 + 4 (payload, pad) + 4 */
+    uint16_t frame_len = 62;
     uint16_t frames = 2;
 };
 

@@ -72,9 +72,9 @@ pair() {
 
 calc() { awk "BEGIN { printf \"%.2f\", $1 }"; }
 
-# t_typical and t_min of a result file: bench_port_lat prints t_min in
-# column 4 and t_typical in 5; uroce-perf (perftest's layout) in 3 and 5
-typical() { awk -v c="$2" '{ print $c }' "$tmp/$1"; }
+# column NAME N: field N of a result file (bench_port_lat prints t_min in
+# column 4 and t_typical in 5; uroce-perf, perftest's layout, in 3 and 5)
+column() { awk -v c="$2" '{ print $c }' "$tmp/$1"; }
 
 printf '%-6s %-22s %-22s %-22s %s\n' round "bare, 1 frame" "bare, 2 frames" "uroce-perf $test_name" "uroce adds"
 printf '%-6s %-22s %-22s %-22s %s\n' "" "t_typical (t_min) us" "t_typical (t_min) us" "t_typical (t_min) us" "t_typical"
@@ -92,9 +92,9 @@ for r in $(seq 1 "$rounds"); do
     "$perf_bin" "${eal[@]}" -l 1 -- "$test_name" -s "$size" -n "$iters" --vdev=net_memif0,role=client,socket=SOCK \
       --ip=10.81.0.2/24 -x 1 -p "$port" 127.0.0.1 ||
     exit 1
-  b1=$(typical "bare1.$r" 5); b1m=$(typical "bare1.$r" 4)
-  b2=$(typical "bare2.$r" 5); b2m=$(typical "bare2.$r" 4)
-  u=$(typical "uroce.$r" 5); um=$(typical "uroce.$r" 3)
+  b1=$(column "bare1.$r" 5); b1m=$(column "bare1.$r" 4)
+  b2=$(column "bare2.$r" 5); b2m=$(column "bare2.$r" 4)
+  u=$(column "uroce.$r" 5); um=$(column "uroce.$r" 3)
   echo "$b1 $b2 $u" >>"$tmp/rounds"
   printf '%-6s %-22s %-22s %-22s %+.2f\n' "$r" "$b1 ($b1m)" "$b2 ($b2m)" "$u ($um)" "$(calc "$u - $b2")"
 done

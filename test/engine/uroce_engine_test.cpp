@@ -149,7 +149,19 @@ TEST(engine_poll, reads_the_clock_once_for_pollers_and_device) {
     close_device(ctx);
 }
 
-rte_mbuf *numbered_frame(uint8_t id, uint16_t len, bool chained);
+/* A frame of `len` bytes whose first byte says which it is; two segments
+ * when `chained`, so that a PMD freeing segment by segment is covered. */
+rte_mbuf *numbered_frame(uint8_t id, uint16_t len, bool chained) {
+    rte_mbuf *m = rte_pktmbuf_alloc(eal_env::pool);
+    const uint16_t first = chained ? uint16_t(len / 2) : len;
+    std::memset(rte_pktmbuf_append(m, first), id, first);
+    if (chained) {
+        rte_mbuf *tail = rte_pktmbuf_alloc(eal_env::pool);
+        std::memset(rte_pktmbuf_append(tail, uint16_t(len - first)), id, len - first);
+        EXPECT_EQ(rte_pktmbuf_chain(m, tail), 0);
+    }
+    return m;
+}
 
 /* polls counts every poll; idle_polls those with no frame received or sent
  * since the poll before, so polls - idle_polls is the loop's useful turns. */
@@ -174,20 +186,6 @@ TEST(engine_poll, counts_idle_polls) {
     eng.poll();
     EXPECT_EQ(eng.counters().polls, 6u);
     EXPECT_EQ(eng.counters().idle_polls, 4u);
-}
-
-/* A frame of `len` bytes whose first byte says which it is; two segments
- * when `chained`, so that a PMD freeing segment by segment is covered. */
-rte_mbuf *numbered_frame(uint8_t id, uint16_t len, bool chained) {
-    rte_mbuf *m = rte_pktmbuf_alloc(eal_env::pool);
-    const uint16_t first = chained ? uint16_t(len / 2) : len;
-    std::memset(rte_pktmbuf_append(m, first), id, first);
-    if (chained) {
-        rte_mbuf *tail = rte_pktmbuf_alloc(eal_env::pool);
-        std::memset(rte_pktmbuf_append(tail, uint16_t(len - first)), id, len - first);
-        EXPECT_EQ(rte_pktmbuf_chain(m, tail), 0);
-    }
-    return m;
 }
 
 /* --pcap shows what the port took, once, even when the caller offers the
